@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tessera builds with; does nothing when all are present.
+set -euo pipefail
+packages=(cmake make g++ pkg-config libsystemc-dev libboost-program-options-dev libgtest-dev
+          libyaml-cpp-dev nlohmann-json3-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "installing Debian packages: ${missing[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,148 @@
+#include "workloads/program.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace tessera::workloads {
+
+const char* to_string(OpKind kind) {
+  switch (kind) {
+    case OpKind::Compute: return "compute";
+    case OpKind::Collective: return "collective";
+    case OpKind::Send: return "send";
+    case OpKind::Recv: return "recv";
+    case OpKind::MemCopy: return "memcopy";
+  }
+  return "?";
+}
+
+const char* to_string(ComputePhase phase) {
+  switch (phase) {
+    case ComputePhase::Forward: return "forward";
+    case ComputePhase::BackwardInput: return "backward_input";
+    case ComputePhase::BackwardWeight: return "backward_weight";
+    case ComputePhase::Optimizer: return "optimizer";
+    case ComputePhase::Recompute: return "recompute";
+    case ComputePhase::Other: return "other";
+  }
+  return "?";
+}
+
+const char* to_string(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::AllReduce: return "allreduce";
+    case CollectiveKind::ReduceScatter: return "reducescatter";
+    case CollectiveKind::AllGather: return "allgather";
+    case CollectiveKind::AllToAll: return "alltoall";
+    case CollectiveKind::Broadcast: return "broadcast";
+    case CollectiveKind::Reduce: return "reduce";
+    case CollectiveKind::Barrier: return "barrier";
+  }
+  return "?";
+}
+
+const char* to_string(DType dtype) {
+  switch (dtype) {
+    case DType::FP32: return "fp32";
+    case DType::TF32: return "tf32";
+    case DType::FP16: return "fp16";
+    case DType::BF16: return "bf16";
+    case DType::FP8: return "fp8";
+  }
+  return "?";
+}
+
+uint32_t dtype_bytes(DType dtype) {
+  switch (dtype) {
+    case DType::FP32:
+    case DType::TF32: return 4;
+    case DType::FP16:
+    case DType::BF16: return 2;
+    case DType::FP8: return 1;
+  }
+  return 2;
+}
+
+bool parse_dtype(const std::string& name, DType& out) {
+  for (DType d : {DType::FP32, DType::TF32, DType::FP16, DType::BF16, DType::FP8}) {
+    if (name == to_string(d)) {
+      out = d;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool parse_collective_kind(const std::string& name, CollectiveKind& out) {
+  for (CollectiveKind k : {CollectiveKind::AllReduce, CollectiveKind::ReduceScatter,
+                           CollectiveKind::AllGather, CollectiveKind::AllToAll,
+                           CollectiveKind::Broadcast, CollectiveKind::Reduce,
+                           CollectiveKind::Barrier}) {
+    if (name == to_string(k)) {
+      out = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+uint32_t Job::intern(const std::string& name) {
+  if (name_index_.empty()) {
+    for (uint32_t i = 0; i < names.size(); ++i) name_index_.emplace(names[i], i);
+  }
+  auto it = name_index_.find(name);
+  if (it != name_index_.end()) return it->second;
+  uint32_t id = static_cast<uint32_t>(names.size());
+  names.push_back(name);
+  name_index_.emplace(name, id);
+  return id;
+}
+
+void validate(const Job& job) {
+  auto fail = [](const std::string& what) { throw std::invalid_argument("invalid job: " + what); };
+  if (job.ranks.empty()) fail("no ranks");
+  for (size_t c = 0; c < job.communicators.size(); ++c) {
+    const Communicator& comm = job.communicators[c];
+    if (comm.ranks.empty()) fail("communicator " + comm.name + " has no ranks");
+    for (int r : comm.ranks)
+      if (r < 0 || r >= static_cast<int>(job.ranks.size()))
+        fail("communicator " + comm.name + " names rank " + std::to_string(r));
+  }
+  for (size_t i = 0; i < job.ranks.size(); ++i) {
+    const Rank& rank = job.ranks[i];
+    const std::string where = "rank " + std::to_string(i);
+    if (rank.rank != static_cast<int>(i)) fail(where + " is numbered " + std::to_string(rank.rank));
+    if (!rank.program) fail(where + " has no program");
+    for (int c : rank.communicators)
+      if (c < 0 || c >= static_cast<int>(job.communicators.size()))
+        fail(where + " maps a slot to communicator " + std::to_string(c));
+    for (int p : rank.peers)
+      if (p < 0 || p >= static_cast<int>(job.ranks.size()) || p == rank.rank)
+        fail(where + " maps a slot to peer " + std::to_string(p));
+    const auto& ops = rank.program->ops;
+    for (size_t o = 0; o < ops.size(); ++o) {
+      const Op& op = ops[o];
+      const std::string at = where + " op " + std::to_string(o);
+      if (op.stream >= job.stream_names.size()) fail(at + " uses an unnamed stream");
+      if (op.name >= job.names.size()) fail(at + " has an unknown name");
+      for (OpId d : op.deps)
+        if (d >= o) fail(at + " depends on a later op " + std::to_string(d));
+      if (op.kind == OpKind::Collective) {
+        if (op.slot < 0 || op.slot >= static_cast<int>(rank.communicators.size()))
+          fail(at + " names communicator slot " + std::to_string(op.slot));
+        const Communicator& comm = job.communicators[rank.communicators[op.slot]];
+        bool member = false;
+        for (int r : comm.ranks) member |= (r == rank.rank);
+        if (!member) fail(at + " uses communicator " + comm.name + " without being a member");
+      }
+      if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
+        if (op.slot < 0 || op.slot >= static_cast<int>(rank.peers.size()))
+          fail(at + " names peer slot " + std::to_string(op.slot));
+        if (op.message_bytes == 0) fail(at + " moves zero bytes");
+      }
+      if (op.flops < 0 || op.bytes < 0) fail(at + " has negative work");
+    }
+  }
+}
+
+}  // namespace tessera::workloads

@@ -1,0 +1,126 @@
+// The per-rank program: what a GPU executes for one training iteration.
+//
+// A Program is a DAG of ops on streams with CUDA-stream semantics: ops on one stream run in
+// order; an op also waits for its explicit dependencies (which may sit on other streams).
+// Programs are shared between ranks that execute the same op sequence (all DP replicas of one
+// pipeline stage, say): collectives and point-to-point ops name a *slot* of the rank, and each
+// Rank maps its slots to concrete communicators and peer ranks. This keeps a 1,024-GPU job at a
+// few distinct programs instead of a thousand copies.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace tessera::workloads {
+
+enum class OpKind : uint8_t { Compute, Collective, Send, Recv, MemCopy };
+
+enum class ComputePhase : uint8_t {
+  Forward,
+  BackwardInput,
+  BackwardWeight,
+  Optimizer,
+  Recompute,
+  Other
+};
+
+enum class CollectiveKind : uint8_t {
+  AllReduce,
+  ReduceScatter,
+  AllGather,
+  AllToAll,
+  Broadcast,
+  Reduce,
+  Barrier
+};
+
+enum class DType : uint8_t { FP32, TF32, FP16, BF16, FP8 };
+
+const char* to_string(OpKind kind);
+const char* to_string(ComputePhase phase);
+const char* to_string(CollectiveKind kind);
+const char* to_string(DType dtype);
+// Bytes per element of a dtype (TF32 is stored as 4 bytes).
+uint32_t dtype_bytes(DType dtype);
+// Parses "fp16", "bf16", ...; returns false on an unknown name.
+bool parse_dtype(const std::string& name, DType& out);
+bool parse_collective_kind(const std::string& name, CollectiveKind& out);
+
+// Optional GEMM shape of a compute op (m x k times k x n).
+struct GemmShape {
+  int64_t m = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+  bool valid() const { return m > 0 && n > 0 && k > 0; }
+};
+
+using OpId = uint32_t;
+
+struct Op {
+  OpKind kind = OpKind::Compute;
+  uint16_t stream = 0;           // index into Job::stream_names
+  uint32_t name = 0;             // index into Job::names (interned)
+  std::vector<OpId> deps;        // explicit dependencies (same program), any stream
+
+  // Compute and MemCopy
+  ComputePhase phase = ComputePhase::Other;
+  DType dtype = DType::BF16;
+  double flops = 0.0;            // floating-point operations of the kernel
+  double bytes = 0.0;            // bytes the kernel moves to/from HBM (MemCopy: bytes copied)
+  GemmShape gemm;                // set for GEMM kernels
+
+  // Collective, Send and Recv
+  CollectiveKind collective = CollectiveKind::AllReduce;
+  uint64_t message_bytes = 0;    // collective: the NCCL "size" (buffer bytes per rank)
+  int32_t slot = -1;             // collective: communicator slot; send/recv: peer slot
+  uint32_t tag = 0;              // send/recv matching tag
+  uint32_t algorithm = 0;        // index into Job::names; 0 = automatic selection
+};
+
+struct Program {
+  std::vector<Op> ops;
+};
+
+struct Communicator {
+  std::string name;              // e.g. "dp", "tp"
+  std::vector<int> ranks;        // member ranks, in ring order
+};
+
+struct Rank {
+  int rank = 0;
+  std::shared_ptr<const Program> program;
+  std::vector<int> communicators; // slot -> index into Job::communicators
+  std::vector<int> peers;         // slot -> peer rank for Send/Recv
+};
+
+// Facts about the iteration that the report needs (not used for timing).
+struct IterationInfo {
+  std::string model;
+  int64_t global_batch = 0;       // samples per iteration
+  int64_t seq_length = 0;         // tokens per sample
+  double model_flops = 0.0;       // useful FLOPs per iteration, all GPUs together
+  double hardware_flops = 0.0;    // FLOPs executed including recompute
+};
+
+struct Job {
+  std::vector<std::string> names{""};  // interned op names; names[0] is the empty name
+  std::vector<std::string> stream_names;
+  std::vector<Communicator> communicators;
+  std::vector<Rank> ranks;
+  IterationInfo info;
+
+  uint32_t intern(const std::string& name);
+  const std::string& op_name(const Op& op) const { return names[op.name]; }
+
+ private:
+  std::unordered_map<std::string, uint32_t> name_index_;
+};
+
+// Checks the structural invariants of a job: rank numbering, slots in range, dependencies that
+// point backwards (so the DAG is acyclic), streams named. Throws std::invalid_argument.
+void validate(const Job& job);
+
+}  // namespace tessera::workloads
