@@ -1,0 +1,128 @@
+#include "models/gpu/command_processor.h"
+
+#include "tlm/extensions.h"
+
+namespace tessera::models {
+
+using sc_core::sc_time;
+using workloads::OpKind;
+
+CommandProcessor::CommandProcessor(sc_core::sc_module_name name, protocol::PayloadPool& pool,
+                                   GpuActivity& activity)
+    : sc_module(name), to_compute("to_compute"), to_copy("to_copy"),
+      to_collectives("to_collectives"), pool_(pool), activity_(activity) {
+  to_compute.register_nb_transport_bw(this, &CommandProcessor::nb_transport_bw);
+  to_copy.register_nb_transport_bw(this, &CommandProcessor::nb_transport_bw);
+  to_collectives.register_nb_transport_bw(this, &CommandProcessor::nb_transport_bw);
+}
+
+void CommandProcessor::load(const workloads::Job& job, const workloads::Rank& rank,
+                            std::shared_ptr<const ProgramGraph> graph,
+                            ProgressMonitor* monitor) {
+  job_ = &job;
+  rank_ = &rank;
+  graph_ = std::move(graph);
+  monitor_ = monitor;
+  waits_ = graph_->waits;
+  total_ = waits_.size();
+  state_.assign(total_, 0);
+  issued_at_.assign(total_, sc_core::SC_ZERO_TIME);
+  sc_core::sc_spawn_options options;
+  options.spawn_method();
+  sc_core::sc_spawn([this] { begin(); }, "start", &options);
+}
+
+void CommandProcessor::begin() {
+  for (uint32_t op = 0; op < total_; ++op)
+    if (waits_[op] == 0 && state_[op] == 0) issue(op);
+}
+
+void CommandProcessor::issue(uint32_t index) {
+  const workloads::Op& op = rank_->program->ops[index];
+  state_[index] = 1;
+  issued_at_[index] = sc_core::sc_time_stamp();
+  tlm::tlm_generic_payload* gp = pool_.acquire();
+  gp->set_address(index);  // the op this transaction carries, for its completion
+  protocol::InitiatorSocket<CommandProcessor>* socket = &to_compute;
+  if (op.kind == OpKind::Compute || op.kind == OpKind::MemCopy) {
+    protocol::ComputeEvent& e = protocol::compute_event(*gp);
+    e.name = &job_->names[op.name];
+    e.rank = static_cast<uint32_t>(rank_->rank);
+    e.op = index;
+    e.stream = op.stream;
+    e.phase = static_cast<uint8_t>(op.phase);
+    e.dtype = static_cast<uint8_t>(op.dtype);
+    e.flops = op.flops;
+    e.bytes = op.bytes;
+    e.gemm_m = op.gemm.m;
+    e.gemm_n = op.gemm.n;
+    e.gemm_k = op.gemm.k;
+    e.memory_copy = op.kind == OpKind::MemCopy;
+    if (e.memory_copy) socket = &to_copy;
+  } else {
+    protocol::CollectiveEvent& e = protocol::collective_event(*gp);
+    e.name = &job_->names[op.name];
+    e.rank = static_cast<uint32_t>(rank_->rank);
+    e.op = index;
+    e.bytes = op.message_bytes;
+    e.tag = op.tag;
+    e.algorithm = protocol::CollectiveAlgorithm::Automatic;
+    e.communicator = -1;
+    e.peer = -1;
+    if (op.kind == OpKind::Collective) {
+      e.kind = static_cast<protocol::CollectiveOp>(op.collective);
+      e.communicator = rank_->communicators[op.slot];
+    } else {
+      e.kind = op.kind == OpKind::Send ? protocol::CollectiveOp::Send : protocol::CollectiveOp::Recv;
+      e.peer = rank_->peers[op.slot];
+    }
+    socket = &to_collectives;
+    activity_.communication_begin();
+  }
+  tlm::tlm_phase phase = tlm::BEGIN_REQ;
+  sc_time delay = sc_core::SC_ZERO_TIME;
+  (*socket)->nb_transport_fw(*gp, phase, delay);  // engines accept at once (END_REQ)
+}
+
+tlm::tlm_sync_enum CommandProcessor::nb_transport_bw(tlm::tlm_generic_payload& gp,
+                                                     tlm::tlm_phase& phase, sc_time&) {
+  if (phase != tlm::BEGIN_RESP) return tlm::TLM_ACCEPTED;  // END_REQ
+  const uint32_t index = static_cast<uint32_t>(gp.get_address());
+  const OpKind kind = rank_->program->ops[index].kind;
+  if (kind != OpKind::Compute && kind != OpKind::MemCopy) {
+    activity_.communication_end();
+    activity_.span(index, issued_at_[index], sc_core::sc_time_stamp());
+  }
+  gp.release();
+  complete(index);
+  return tlm::TLM_COMPLETED;
+}
+
+void CommandProcessor::complete(uint32_t index) {
+  state_[index] = 2;
+  ++completed_;
+  const uint32_t* begin = graph_->successors.data() + graph_->successor_begin[index];
+  const uint32_t* end = graph_->successors.data() + graph_->successor_begin[index + 1];
+  for (const uint32_t* s = begin; s != end; ++s)
+    if (--waits_[*s] == 0) issue(*s);
+  if (completed_ == total_) finish_ = sc_core::sc_time_stamp();
+  if (monitor_ != nullptr) monitor_->op_completed();
+}
+
+std::vector<uint32_t> CommandProcessor::in_flight() const {
+  std::vector<uint32_t> ops;
+  for (uint32_t i = 0; i < state_.size(); ++i)
+    if (state_[i] == 1) ops.push_back(i);
+  return ops;
+}
+
+std::vector<int64_t> CommandProcessor::first_blocked_per_stream() const {
+  std::vector<int64_t> first(job_->stream_names.size(), -1);
+  for (uint32_t i = 0; i < state_.size(); ++i) {
+    const uint16_t s = rank_->program->ops[i].stream;
+    if (state_[i] == 0 && first[s] < 0) first[s] = i;
+  }
+  return first;
+}
+
+}  // namespace tessera::models

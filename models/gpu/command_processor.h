@@ -1,0 +1,73 @@
+// The GPU's command processor: runs its rank's program with CUDA-stream semantics. An op is
+// issued when its stream predecessor and its explicit dependencies have completed; compute ops
+// go to the compute engine, copies to the copy engine, collectives and send/receive to the
+// collective engine, each as an AT transaction whose BEGIN_RESP completes the op.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <systemc>
+
+#include "models/gpu/activity.h"
+#include "models/gpu/program_graph.h"
+#include "tlm/payload_pool.h"
+#include "tlm/sockets.h"
+#include "workloads/program.h"
+
+namespace tessera::models {
+
+// Counts completed ops across all GPUs and lets the simulation report progress.
+class ProgressMonitor {
+ public:
+  virtual ~ProgressMonitor() = default;
+  virtual void op_completed() = 0;
+};
+
+class CommandProcessor : public sc_core::sc_module {
+ public:
+  protocol::InitiatorSocket<CommandProcessor> to_compute;
+  protocol::InitiatorSocket<CommandProcessor> to_copy;
+  protocol::InitiatorSocket<CommandProcessor> to_collectives;
+
+  CommandProcessor(sc_core::sc_module_name name, protocol::PayloadPool& pool,
+                   GpuActivity& activity);
+
+  // Loads the rank's program; it starts at time zero.
+  void load(const workloads::Job& job, const workloads::Rank& rank,
+            std::shared_ptr<const ProgramGraph> graph, ProgressMonitor* monitor);
+
+  bool finished() const { return completed_ == total_; }
+  uint64_t completed_ops() const { return completed_; }
+  uint64_t total_ops() const { return total_; }
+  sc_core::sc_time finish_time() const { return finish_; }
+  // Ops issued and not completed, in issue order.
+  std::vector<uint32_t> in_flight() const;
+  // For each stream, the first op never issued (or -1).
+  std::vector<int64_t> first_blocked_per_stream() const;
+
+ private:
+  void begin();
+  void issue(uint32_t op);
+  void complete(uint32_t op);
+  tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
+                                     sc_core::sc_time& delay);
+
+  protocol::PayloadPool& pool_;
+  GpuActivity& activity_;
+  const workloads::Job* job_ = nullptr;
+  const workloads::Rank* rank_ = nullptr;
+  std::shared_ptr<const ProgramGraph> graph_;
+  ProgressMonitor* monitor_ = nullptr;
+  std::vector<uint32_t> waits_;
+  std::vector<uint8_t> state_;              // 0 waiting, 1 issued, 2 complete
+  std::vector<sc_core::sc_time> issued_at_;  // for collective spans
+  uint64_t completed_ = 0;
+  uint64_t total_ = 0;
+  sc_core::sc_time finish_;
+};
+
+}  // namespace tessera::models

@@ -1,0 +1,63 @@
+#include "models/gpu/compute_engine.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tessera::models {
+
+using sc_core::sc_time;
+
+ComputeEngine::ComputeEngine(sc_core::sc_module_name name, const GpuSpec& spec,
+                             const HbmMemory& hbm, GpuActivity& activity, bool copy_engine)
+    : sc_module(name), socket("socket"), spec_(spec), hbm_(hbm), activity_(activity),
+      copy_engine_(copy_engine), done_("done") {
+  socket.register_nb_transport_fw(this, &ComputeEngine::nb_transport_fw);
+  sc_core::sc_spawn_options options;
+  options.spawn_method();
+  options.dont_initialize();
+  options.set_sensitivity(&done_);
+  sc_core::sc_spawn([this] { kernel_done(); }, "retire", &options);
+}
+
+sc_time ComputeEngine::kernel_time(const protocol::ComputeEvent& k) const {
+  double seconds;
+  if (copy_engine_ || k.memory_copy) {
+    seconds = hbm_.transfer_seconds(2.0 * k.bytes);  // read and write
+  } else {
+    const double peak = spec_.peak_tflops[k.dtype] * 1e12 * spec_.compute_efficiency;
+    seconds = std::max(k.flops / peak, hbm_.transfer_seconds(k.bytes));
+  }
+  seconds += spec_.kernel_overhead_us * 1e-6;
+  return sc_time::from_value(static_cast<sc_dt::uint64>(std::ceil(seconds * 1e12)));
+}
+
+tlm::tlm_sync_enum ComputeEngine::nb_transport_fw(tlm::tlm_generic_payload& gp,
+                                                  tlm::tlm_phase& phase, sc_time& delay) {
+  if (phase != tlm::BEGIN_REQ) return tlm::TLM_COMPLETED;  // END_RESP
+  queue_.push(&gp);
+  if (running_ == nullptr) start_next();
+  phase = tlm::END_REQ;
+  delay = sc_core::SC_ZERO_TIME;
+  return tlm::TLM_UPDATED;
+}
+
+void ComputeEngine::start_next() {
+  if (queue_.empty()) return;
+  running_ = queue_.pop();
+  started_ = sc_core::sc_time_stamp();
+  if (!copy_engine_) activity_.compute_begin();
+  done_.notify(kernel_time(protocol::compute_event(*running_)));
+}
+
+void ComputeEngine::kernel_done() {
+  tlm::tlm_generic_payload* gp = running_;
+  running_ = nullptr;
+  if (!copy_engine_) activity_.compute_end();
+  activity_.span(protocol::compute_event(*gp).op, started_, sc_core::sc_time_stamp());
+  start_next();
+  tlm::tlm_phase phase = tlm::BEGIN_RESP;
+  sc_time delay = sc_core::SC_ZERO_TIME;
+  socket->nb_transport_bw(*gp, phase, delay);  // the command processor completes the op
+}
+
+}  // namespace tessera::models

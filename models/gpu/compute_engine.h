@@ -1,0 +1,43 @@
+// The GPU's compute engine: runs kernels one at a time in arrival order. A kernel's time is the
+// roofline  max(flops / (peak * efficiency), bytes / (HBM bandwidth * efficiency))  plus the
+// kernel overhead. A copy engine is the same module in memory-copy mode (bytes read and written).
+#pragma once
+
+#include <systemc>
+
+#include "models/gpu/activity.h"
+#include "models/gpu/gpu_spec.h"
+#include "models/link/ring_queue.h"
+#include "models/memory/hbm.h"
+#include "tlm/extensions.h"
+#include "tlm/sockets.h"
+
+namespace tessera::models {
+
+class ComputeEngine : public sc_core::sc_module {
+ public:
+  protocol::TargetSocket<ComputeEngine> socket;
+
+  ComputeEngine(sc_core::sc_module_name name, const GpuSpec& spec, const HbmMemory& hbm,
+                GpuActivity& activity, bool copy_engine);
+
+  // Time one kernel (or copy) takes on an otherwise idle engine.
+  sc_core::sc_time kernel_time(const protocol::ComputeEvent& kernel) const;
+
+ private:
+  tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
+                                     sc_core::sc_time& delay);
+  void start_next();
+  void kernel_done();
+
+  const GpuSpec& spec_;
+  const HbmMemory& hbm_;
+  GpuActivity& activity_;
+  bool copy_engine_;
+  RingQueue<tlm::tlm_generic_payload*> queue_;
+  tlm::tlm_generic_payload* running_ = nullptr;
+  sc_core::sc_time started_;
+  sc_core::sc_event done_;
+};
+
+}  // namespace tessera::models

@@ -1,0 +1,45 @@
+#include "models/gpu/gpu.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace tessera::models {
+
+Gpu::Gpu(sc_core::sc_module_name name, int rank, const GpuConfig& config,
+         const workloads::Job& job, protocol::PayloadPool& pool)
+    : sc_module(name),
+      rank_(rank),
+      config_(config),
+      hbm_(config.spec.hbm_capacity_gib * 1024.0 * 1024.0 * 1024.0,
+           config.spec.hbm_bandwidth_gbps * 1e9, config.spec.hbm_efficiency) {
+  compute_ = std::make_unique<ComputeEngine>("compute_engine", config_.spec, hbm_, activity_, false);
+  copy_ = std::make_unique<ComputeEngine>("copy_engine", config_.spec, hbm_, activity_, true);
+  collectives_ = std::make_unique<CollectiveEngine>("collective_engine", rank, job, pool, *this,
+                                                    config_.collectives);
+  command_processor_ = std::make_unique<CommandProcessor>("command_processor", pool, activity_);
+  command_processor_->to_compute.bind(compute_->socket);
+  command_processor_->to_copy.bind(copy_->socket);
+  command_processor_->to_collectives.bind(collectives_->socket);
+  for (unsigned p = 0; p < config_.fabric_ports; ++p) {
+    egress_.push_back(std::make_unique<EgressPort>(("nvlink_out" + std::to_string(p)).c_str(), 1));
+    ingress_.push_back(std::make_unique<IngressPort>(("nvlink_in" + std::to_string(p)).c_str(),
+                                                     *this, p, config_.ingress_buffer_chunks));
+  }
+}
+
+void Gpu::inject(tlm::tlm_generic_payload& gp, PacketSource& source) {
+  const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
+  // Chunks are spread over the port groups (NCCL channels map to different NVLinks).
+  const unsigned port = egress_.size() == 1 ? 0 : (t.chunk + t.step) % egress_.size();
+  egress_[port]->enqueue(0, gp, source);
+}
+
+void Gpu::packet_arrived(unsigned port, tlm::tlm_generic_payload& gp) {
+  if (protocol::fabric_transfer(gp).destination != static_cast<uint32_t>(rank_))
+    throw std::runtime_error(std::string(name()) + ": received a chunk for GPU " +
+                             std::to_string(protocol::fabric_transfer(gp).destination));
+  ingress_[port]->packet_left(gp);  // the engine drains its receive buffer at once
+  collectives_->chunk_arrived(gp);
+}
+
+}  // namespace tessera::models

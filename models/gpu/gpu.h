@@ -1,0 +1,61 @@
+// A GPU: command processor, compute engine, copy engine, collective engine, HBM and NVLink
+// ports. The platform builder connects its ports to links.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include <systemc>
+
+#include "models/collectives/collective_engine.h"
+#include "models/gpu/activity.h"
+#include "models/gpu/command_processor.h"
+#include "models/gpu/compute_engine.h"
+#include "models/gpu/gpu_spec.h"
+#include "models/link/fabric_port.h"
+#include "models/memory/hbm.h"
+
+namespace tessera::models {
+
+struct GpuConfig {
+  GpuSpec spec;
+  unsigned fabric_ports = 1;        // NVLink port groups (one per switch plane)
+  unsigned ingress_buffer_chunks = 8;
+  CollectiveEngineConfig collectives;
+};
+
+class Gpu : public sc_core::sc_module, public PacketSink, public FabricInjector {
+ public:
+  Gpu(sc_core::sc_module_name name, int rank, const GpuConfig& config, const workloads::Job& job,
+      protocol::PayloadPool& pool);
+
+  int rank() const { return rank_; }
+  const GpuSpec& spec() const { return config_.spec; }
+  EgressPort& egress(unsigned port) { return *egress_[port]; }
+  IngressPort& ingress(unsigned port) { return *ingress_[port]; }
+  unsigned fabric_ports() const { return static_cast<unsigned>(egress_.size()); }
+
+  CommandProcessor& command_processor() { return *command_processor_; }
+  const CommandProcessor& command_processor() const { return *command_processor_; }
+  const CollectiveEngine& collectives() const { return *collectives_; }
+  const ComputeEngine& compute_engine() const { return *compute_; }
+  GpuActivity& activity() { return activity_; }
+  const GpuActivity& activity() const { return activity_; }
+
+  void packet_arrived(unsigned port, tlm::tlm_generic_payload& gp) override;
+  void inject(tlm::tlm_generic_payload& gp, PacketSource& source) override;
+
+ private:
+  int rank_;
+  GpuConfig config_;
+  HbmMemory hbm_;
+  GpuActivity activity_;
+  std::unique_ptr<ComputeEngine> compute_;
+  std::unique_ptr<ComputeEngine> copy_;
+  std::unique_ptr<CollectiveEngine> collectives_;
+  std::unique_ptr<CommandProcessor> command_processor_;
+  std::vector<std::unique_ptr<EgressPort>> egress_;
+  std::vector<std::unique_ptr<IngressPort>> ingress_;
+};
+
+}  // namespace tessera::models

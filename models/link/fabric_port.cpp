@@ -1,0 +1,119 @@
+#include "models/link/fabric_port.h"
+
+#include "tlm/extensions.h"
+
+namespace tessera::models {
+
+using sc_core::sc_time;
+using sc_core::SC_ZERO_TIME;
+
+IngressPort::IngressPort(sc_core::sc_module_name name, PacketSink& owner, unsigned index,
+                         unsigned capacity)
+    : sc_module(name),
+      socket("socket"),
+      owner_(owner),
+      index_(index),
+      capacity_(capacity == 0 ? 1 : capacity),
+      peq_("peq", this, &IngressPort::arrival) {
+  socket.register_nb_transport_fw(this, &IngressPort::nb_transport_fw);
+}
+
+tlm::tlm_sync_enum IngressPort::nb_transport_fw(tlm::tlm_generic_payload& gp,
+                                                tlm::tlm_phase& phase, sc_time& delay) {
+  if (phase == tlm::BEGIN_REQ) {
+    if (occupied_ < capacity_) {
+      ++occupied_;
+      peq_.notify(gp, protocol::ARRIVED, delay);
+      phase = tlm::END_REQ;
+      delay = SC_ZERO_TIME;
+      return tlm::TLM_UPDATED;
+    }
+    // Buffer full: hold END_REQ back; the sender's port stalls until a slot frees.
+    pending_ = &gp;
+    pending_delay_ = delay;
+    return tlm::TLM_ACCEPTED;
+  }
+  // END_RESP is never sent: the egress completes the hop on BEGIN_RESP.
+  return tlm::TLM_COMPLETED;
+}
+
+void IngressPort::arrival(tlm::tlm_generic_payload& gp, const tlm::tlm_phase&) {
+  tlm::tlm_phase phase = tlm::BEGIN_RESP;
+  sc_time delay = SC_ZERO_TIME;
+  socket->nb_transport_bw(gp, phase, delay);  // the sender answers TLM_COMPLETED
+  owner_.packet_arrived(index_, gp);
+}
+
+void IngressPort::packet_left(tlm::tlm_generic_payload&) {
+  --occupied_;
+  if (pending_ != nullptr) {
+    // The stalled sender may go on: its chunk starts serializing now.
+    tlm::tlm_generic_payload* gp = pending_;
+    pending_ = nullptr;
+    ++occupied_;
+    peq_.notify(*gp, protocol::ARRIVED, pending_delay_);
+    tlm::tlm_phase phase = tlm::END_REQ;
+    sc_time delay = SC_ZERO_TIME;
+    socket->nb_transport_bw(*gp, phase, delay);
+  }
+}
+
+EgressPort::EgressPort(sc_core::sc_module_name name, unsigned inputs)
+    : sc_module(name), socket("socket"), queues_(inputs == 0 ? 1 : inputs),
+      wire_free_("wire_free") {
+  socket.register_nb_transport_bw(this, &EgressPort::nb_transport_bw);
+  sc_core::sc_spawn_options options;
+  options.spawn_method();
+  options.dont_initialize();
+  options.set_sensitivity(&wire_free_);
+  sc_core::sc_spawn([this] { serialization_done(); }, "arbiter", &options);
+}
+
+void EgressPort::enqueue(unsigned input, tlm::tlm_generic_payload& gp, PacketSource& source) {
+  queues_[input].push(Waiting{&gp, &source});
+  ++queued_;
+  if (state_ == State::Idle) try_send();
+}
+
+void EgressPort::try_send() {
+  if (queued_ == 0) return;
+  // Round-robin: the first input at or after next_input_ that has a chunk waiting.
+  const unsigned n = static_cast<unsigned>(queues_.size());
+  unsigned input = next_input_;
+  while (queues_[input].empty()) input = (input + 1) == n ? 0 : input + 1;
+  next_input_ = (input + 1) == n ? 0 : input + 1;
+  current_ = queues_[input].pop();
+  --queued_;
+
+  current_serialization_ = link_->timing().serialization(protocol::fabric_transfer(*current_.gp).bytes);
+  state_ = State::AwaitingAccept;
+  tlm::tlm_phase phase = tlm::BEGIN_REQ;
+  sc_time delay = current_serialization_ + hop_latency_;
+  tlm::tlm_sync_enum status = socket->nb_transport_fw(*current_.gp, phase, delay);
+  if (status == tlm::TLM_UPDATED && phase == tlm::END_REQ) accepted();
+}
+
+void EgressPort::accepted() {
+  state_ = State::Serializing;
+  wire_free_.notify(current_serialization_);
+  Waiting done = current_;
+  current_ = Waiting{};
+  done.source->packet_left(*done.gp);
+}
+
+void EgressPort::serialization_done() {
+  state_ = State::Idle;
+  try_send();
+}
+
+tlm::tlm_sync_enum EgressPort::nb_transport_bw(tlm::tlm_generic_payload&, tlm::tlm_phase& phase,
+                                               sc_time&) {
+  if (phase == tlm::END_REQ) {
+    accepted();
+    return tlm::TLM_ACCEPTED;
+  }
+  // BEGIN_RESP: the chunk arrived at the far end; the hop transaction is over.
+  return tlm::TLM_COMPLETED;
+}
+
+}  // namespace tessera::models

@@ -1,0 +1,303 @@
+#include "sc_main/cli.h"
+
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+#include <systemc>
+
+#include "sc_main/input_error.h"
+#include "sc_main/job_file.h"
+#include "sc_main/report.h"
+#include "sc_main/simulation.h"
+#include "workloads/data_parallel_gpt.h"
+
+namespace po = boost::program_options;
+
+namespace tessera::app {
+namespace {
+
+const char* kUsage =
+    "usage: tessera <command> [options]\n"
+    "\n"
+    "tessera simulates distributed DNN training on GPU clusters (SystemC/TLM-2.0).\n"
+    "\n"
+    "commands:\n"
+    "  run         simulate one training iteration (the default scenario without options)\n"
+    "  platforms   list the built-in platforms\n"
+    "\n"
+    "options:\n"
+    "  -h, --help  this help; 'tessera <command> --help' for a command's options\n"
+    "  --version   print the version\n";
+
+struct RunSettings {
+  std::string config, report, trace, job, platform = "dgx-h100", dtype = "bf16";
+  int64_t gpus = 0, nvswitches = 0, nvlink_ports = 0;
+  double nvlink_bandwidth_gbps = 0, nvlink_latency_ns = -1, switch_latency_ns = -1;
+  int64_t switch_buffer_kib = 0, packet_overhead_bytes = -1, max_packet_bytes = -1;
+  double kernel_overhead_us = -1;
+  int64_t layers = 0, hidden = 0, heads = 0, ffn_hidden = 0, seq = 0, vocab = 0;
+  int64_t micro_batch = 0, global_batch = 0;
+  double bucket_mb = 25.0;
+  int64_t chunk_kib = 128;
+  double trace_bucket_us = 10.0;
+  bool quiet = false;
+};
+
+po::options_description run_options(RunSettings& s) {
+  po::options_description general("general");
+  general.add_options()
+      ("help,h", "this help")
+      ("config", po::value(&s.config), "read options from FILE (lines 'key = value', keys are the long option names)")
+      ("report", po::value(&s.report), "write the report as JSON to FILE")
+      ("trace", po::value(&s.trace), "write a Chrome/Perfetto trace to FILE")
+      ("trace-bucket-us", po::value(&s.trace_bucket_us)->default_value(10.0), "link counter resolution in the trace, microseconds")
+      ("quiet,q", po::bool_switch(&s.quiet), "no summary on stdout");
+  po::options_description platform("platform");
+  platform.add_options()
+      ("platform", po::value(&s.platform)->default_value("dgx-h100"), "built-in platform (see 'tessera platforms')")
+      ("gpus", po::value(&s.gpus), "number of GPUs (default: the platform's)")
+      ("nvswitches", po::value(&s.nvswitches), "NVSwitch planes; must divide the GPU's NVLink ports")
+      ("nvlink-ports", po::value(&s.nvlink_ports), "NVLink ports per GPU")
+      ("nvlink-bandwidth-gbps", po::value(&s.nvlink_bandwidth_gbps), "bandwidth per NVLink port per direction, GB/s")
+      ("nvlink-latency-ns", po::value(&s.nvlink_latency_ns), "NVLink latency, ns")
+      ("switch-latency-ns", po::value(&s.switch_latency_ns), "NVSwitch hop latency, ns")
+      ("switch-buffer-kib", po::value(&s.switch_buffer_kib), "ingress buffer per switch port, KiB")
+      ("packet-overhead-bytes", po::value(&s.packet_overhead_bytes), "header bytes per NVLink packet")
+      ("max-packet-bytes", po::value(&s.max_packet_bytes), "payload bytes per NVLink packet")
+      ("kernel-overhead-us", po::value(&s.kernel_overhead_us), "launch overhead per kernel, microseconds");
+  po::options_description workload("workload (data-parallel GPT unless --job is given)");
+  workload.add_options()
+      ("job", po::value(&s.job), "run the per-rank programs of a job file (YAML/JSON) instead")
+      ("layers", po::value(&s.layers), "transformer layers (default 24)")
+      ("hidden", po::value(&s.hidden), "hidden size (default 2048)")
+      ("heads", po::value(&s.heads), "attention heads (default 16)")
+      ("ffn-hidden", po::value(&s.ffn_hidden), "MLP hidden size (default 4 x hidden)")
+      ("seq", po::value(&s.seq), "sequence length (default 2048)")
+      ("vocab", po::value(&s.vocab), "vocabulary size (default 51200)")
+      ("dtype", po::value(&s.dtype)->default_value("bf16"), "compute dtype: fp32, tf32, fp16, bf16, fp8")
+      ("micro-batch", po::value(&s.micro_batch), "samples per micro-batch per GPU (default 4)")
+      ("global-batch", po::value(&s.global_batch), "samples per iteration (default micro-batch x GPUs)")
+      ("bucket-mb", po::value(&s.bucket_mb)->default_value(25.0), "gradient all-reduce bucket, MiB");
+  po::options_description sim("simulation");
+  sim.add_options()
+      ("chunk-kib", po::value(&s.chunk_kib)->default_value(128), "fabric chunk size, KiB");
+  po::options_description all("tessera run [options]");
+  all.add(general).add(platform).add(workload).add(sim);
+  return all;
+}
+
+// Reads a config file of 'key = value' lines; names file, line and key on any problem.
+void read_config_file(const std::string& path, const po::options_description& desc,
+                      po::variables_map& vm) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot read config file");
+  std::string line;
+  int number = 0;
+  std::vector<std::pair<std::string, int>> keys;
+  std::ostringstream cleaned;
+  while (std::getline(in, line)) {
+    ++number;
+    const auto hash = line.find('#');
+    if (hash != std::string::npos) line = line.substr(0, hash);
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos) {
+      cleaned << "\n";
+      continue;
+    }
+    const auto eq = line.find('=');
+    if (eq == std::string::npos)
+      throw input_error(path, number, "", "expected 'key = value', got '" + line.substr(first) + "'");
+    std::string key = line.substr(0, eq);
+    key.erase(0, key.find_first_not_of(" \t"));
+    key.erase(key.find_last_not_of(" \t") + 1);
+    std::string value = line.substr(eq + 1);
+    value.erase(0, value.find_first_not_of(" \t"));
+    value.erase(value.find_last_not_of(" \t\r") + 1);
+    if (key.empty()) throw input_error(path, number, "", "missing key before '='");
+    if (key == "config") throw input_error(path, number, key, "a config file cannot include another");
+    const po::option_description* option = desc.find_nothrow(key, false);
+    if (option == nullptr || key == "help") throw input_error(path, number, key, "unknown key");
+    if (value.empty() && option->semantic()->max_tokens() > 0)
+      throw input_error(path, number, key, "missing value");
+    keys.emplace_back(key, number);
+    cleaned << key << "=" << value << "\n";
+  }
+  std::istringstream text(cleaned.str());
+  try {
+    po::store(po::parse_config_file(text, desc), vm);
+  } catch (const po::error_with_option_name& e) {
+    std::string key = e.get_option_name();
+    while (!key.empty() && key[0] == '-') key.erase(0, 1);
+    int at = 0;
+    for (const auto& k : keys)
+      if (k.first == key) at = k.second;
+    throw input_error(path, at, key, e.what());
+  } catch (const po::error& e) {
+    throw InputError(path + ": " + e.what());
+  }
+}
+
+platforms::PlatformConfig build_platform(const RunSettings& s) {
+  platforms::PlatformConfig p = platforms::builtin_platform(s.platform);
+  auto positive = [](double v, const char* option) {
+    if (v <= 0) throw InputError(std::string("--") + option + " must be positive, got " + std::to_string(v));
+  };
+  if (s.gpus != 0) positive(double(s.gpus), "gpus"), p.gpus = int(s.gpus);
+  if (s.nvswitches != 0) positive(double(s.nvswitches), "nvswitches"), p.nvswitches = int(s.nvswitches);
+  if (s.nvlink_ports != 0) positive(double(s.nvlink_ports), "nvlink-ports"), p.gpu.nvlink_ports = int(s.nvlink_ports);
+  if (s.nvlink_bandwidth_gbps != 0)
+    positive(s.nvlink_bandwidth_gbps, "nvlink-bandwidth-gbps"), p.gpu.nvlink_port_bandwidth_gbps = s.nvlink_bandwidth_gbps;
+  if (s.nvlink_latency_ns != -1) {
+    if (s.nvlink_latency_ns < 0) throw InputError("--nvlink-latency-ns must not be negative");
+    p.nvlink.latency_ns = s.nvlink_latency_ns;
+  }
+  if (s.switch_latency_ns != -1) {
+    if (s.switch_latency_ns < 0) throw InputError("--switch-latency-ns must not be negative");
+    p.switch_latency_ns = s.switch_latency_ns;
+  }
+  if (s.switch_buffer_kib != 0) positive(double(s.switch_buffer_kib), "switch-buffer-kib"), p.switch_buffer_bytes = uint64_t(s.switch_buffer_kib) * 1024;
+  if (s.packet_overhead_bytes != -1) {
+    if (s.packet_overhead_bytes < 0) throw InputError("--packet-overhead-bytes must not be negative");
+    p.nvlink.packet_overhead_bytes = uint32_t(s.packet_overhead_bytes);
+  }
+  if (s.max_packet_bytes != -1) {
+    if (s.max_packet_bytes < 0) throw InputError("--max-packet-bytes must not be negative");
+    p.nvlink.max_packet_payload_bytes = uint32_t(s.max_packet_bytes);
+  }
+  if (s.kernel_overhead_us != -1) {
+    if (s.kernel_overhead_us < 0) throw InputError("--kernel-overhead-us must not be negative");
+    p.gpu.kernel_overhead_us = s.kernel_overhead_us;
+  }
+  try {
+    p.validate();
+  } catch (const std::invalid_argument& e) {
+    throw InputError(std::string("platform ") + p.name + ": " + e.what());
+  }
+  return p;
+}
+
+workloads::Job build_job(const RunSettings& s, const platforms::PlatformConfig& p) {
+  if (!s.job.empty()) return load_job_file(s.job);
+  workloads::GptConfig m;
+  auto set = [](int64_t v, int64_t& field, const char* option) {
+    if (v < 0) throw InputError(std::string("--") + option + " must be positive, got " + std::to_string(v));
+    if (v > 0) field = v;
+  };
+  set(s.layers, m.layers, "layers");
+  set(s.hidden, m.hidden, "hidden");
+  set(s.heads, m.heads, "heads");
+  set(s.ffn_hidden, m.ffn_hidden, "ffn-hidden");
+  set(s.seq, m.seq_length, "seq");
+  set(s.vocab, m.vocab, "vocab");
+  if (!workloads::parse_dtype(s.dtype, m.dtype))
+    throw InputError("--dtype '" + s.dtype + "' is unknown (fp32, tf32, fp16, bf16, fp8)");
+  workloads::DataParallelConfig d;
+  d.dp = p.gpus;
+  set(s.micro_batch, d.micro_batch, "micro-batch");
+  d.global_batch = d.micro_batch * d.dp;
+  set(s.global_batch, d.global_batch, "global-batch");
+  if (s.bucket_mb <= 0) throw InputError("--bucket-mb must be positive");
+  d.bucket_mb = s.bucket_mb;
+  try {
+    return workloads::build_data_parallel_gpt(m, d);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(e.what());
+  }
+}
+
+int command_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  RunSettings s;
+  po::options_description desc = run_options(s);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+  } catch (const po::error& e) {
+    throw InputError(e.what());
+  }
+  if (vm.count("help")) {
+    out << desc << "\n";
+    return kOk;
+  }
+  if (vm.count("config")) read_config_file(vm["config"].as<std::string>(), desc, vm);
+  try {
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw InputError(e.what());
+  }
+  if (s.chunk_kib <= 0) throw InputError("--chunk-kib must be positive, got " + std::to_string(s.chunk_kib));
+  if (s.trace_bucket_us <= 0) throw InputError("--trace-bucket-us must be positive");
+
+  platforms::PlatformConfig platform = build_platform(s);
+  workloads::Job job = build_job(s, platform);
+  if (!s.job.empty() && vm.count("gpus") == 0) platform.gpus = static_cast<int>(job.ranks.size());
+  if (static_cast<size_t>(platform.gpus) != job.ranks.size())
+    throw InputError("the job has " + std::to_string(job.ranks.size()) + " ranks but --gpus is " +
+                     std::to_string(platform.gpus));
+  try {
+    workloads::validate(job);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(e.what());
+  }
+
+  SimulationOptions options;
+  options.chunk_bytes = uint64_t(s.chunk_kib) * 1024;
+  options.trace = !s.trace.empty();
+  options.trace_bucket_us = s.trace_bucket_us;
+  options.progress = true;
+  SimulationResult result = simulate(platform, job, options);
+  if (result.deadlocked) {
+    err << "tessera: error: " << describe_deadlock(result) << "\n";
+    return kDeadlock;
+  }
+  if (!s.report.empty()) write_json_file(s.report, report_json(platform, job, result));
+  if (!s.trace.empty()) write_json_file(s.trace, trace_json(platform, job, result, s.trace_bucket_us));
+  if (!s.quiet) print_summary(out, platform, job, result);
+  return kOk;
+}
+
+int command_platforms(std::ostream& out) {
+  for (const std::string& name : platforms::builtin_platforms())
+    out << "  " << name << "  " << platforms::builtin_platform(name).description << "\n";
+  return kOk;
+}
+
+}  // namespace
+
+int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    if (args.empty()) return command_run({}, out, err);
+    const std::string command = args[0];
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (command == "-h" || command == "--help" || command == "help") {
+      out << kUsage;
+      return kOk;
+    }
+    if (command == "--version") {
+      out << "tessera 0.1.0 (SystemC " << sc_core::sc_release() << ")\n";
+      return kOk;
+    }
+    if (command == "run") return command_run(rest, out, err);
+    if (command == "platforms") return command_platforms(out);
+    throw InputError("unknown command '" + command + "' (try 'tessera --help')");
+  } catch (const InputError& e) {
+    err << "tessera: error: " << e.what() << "\n";
+    return kBadInput;
+  } catch (const sc_core::sc_report& e) {
+    err << "tessera: internal error: " << e.what() << "\n";
+    return kInternalError;
+  } catch (const std::invalid_argument& e) {
+    err << "tessera: error: " << e.what() << "\n";
+    return kBadInput;
+  } catch (const std::exception& e) {
+    err << "tessera: error: " << e.what() << "\n";
+    return kInternalError;
+  }
+}
+
+}  // namespace tessera::app

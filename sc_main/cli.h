@@ -1,0 +1,13 @@
+// The tessera command line. Exit status: 0 success, 1 internal error, 2 bad input,
+// 3 a program that cannot finish (deadlock), 4 out of memory.
+#pragma once
+
+#include <iosfwd>
+
+namespace tessera::app {
+
+enum ExitStatus { kOk = 0, kInternalError = 1, kBadInput = 2, kDeadlock = 3, kOutOfMemory = 4 };
+
+int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+
+}  // namespace tessera::app

@@ -1,0 +1,20 @@
+// The tessera executable: thin on purpose; everything is in the tessera_app library.
+#include <cstdlib>
+#include <iostream>
+
+#include <systemc>
+
+#include "sc_main/cli.h"
+
+int sc_main(int argc, char* argv[]) {
+  // Warnings are not errors for a user run; errors throw and become a one-line message.
+  sc_core::sc_report_handler::set_actions(sc_core::SC_WARNING, sc_core::SC_DO_NOTHING);
+  sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
+  return tessera::app::run_cli(argc, argv, std::cout, std::cerr);
+}
+
+int main(int argc, char* argv[]) {
+  // SystemC prints a banner on stdout unless told not to; tessera's output is its own.
+  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+  return sc_core::sc_elab_and_sim(argc, argv);
+}

@@ -1,0 +1,179 @@
+#include "sc_main/report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <ostream>
+#include <stdexcept>
+
+namespace tessera::app {
+
+using nlohmann::ordered_json;
+
+namespace {
+
+double model_tflops_per_gpu(const workloads::Job& job, const SimulationResult& r) {
+  if (r.iteration_time_s <= 0) return 0;
+  return job.info.model_flops / r.iteration_time_s / double(job.ranks.size()) / 1e12;
+}
+double hardware_tflops_per_gpu(const workloads::Job& job, const SimulationResult& r) {
+  if (r.iteration_time_s <= 0) return 0;
+  return job.info.hardware_flops / r.iteration_time_s / double(job.ranks.size()) / 1e12;
+}
+// MFU against the peak of the dtype most of the work runs in (the model's dtype).
+double peak_tflops(const platforms::PlatformConfig& p, const workloads::Job& job) {
+  workloads::DType dtype = workloads::DType::BF16;
+  for (const auto& rank : job.ranks)
+    for (const auto& op : rank.program->ops)
+      if (op.kind == workloads::OpKind::Compute && op.gemm.valid()) {
+        dtype = op.dtype;
+        return p.gpu.peak_tflops[static_cast<size_t>(dtype)];
+      }
+  return p.gpu.peak_tflops[static_cast<size_t>(dtype)];
+}
+
+std::string format(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
+}  // namespace
+
+ordered_json report_json(const platforms::PlatformConfig& platform, const workloads::Job& job,
+                         const SimulationResult& r) {
+  ordered_json j;
+  j["platform"] = {{"name", platform.name},
+                   {"gpu", platform.gpu.name},
+                   {"gpus", platform.gpus},
+                   {"nvswitches", platform.nvswitches},
+                   {"gpu_link_bandwidth_gb_per_s", platform.port_bandwidth() * platform.nvswitches / 1e9}};
+  j["workload"] = {{"model", job.info.model},
+                   {"global_batch_samples", job.info.global_batch},
+                   {"seq_length_tokens", job.info.seq_length},
+                   {"model_flops_per_iteration", job.info.model_flops},
+                   {"hardware_flops_per_iteration", job.info.hardware_flops},
+                   {"ranks", job.ranks.size()}};
+  j["iteration_time_s"] = r.iteration_time_s;
+  const double samples = r.iteration_time_s > 0 ? double(job.info.global_batch) / r.iteration_time_s : 0;
+  j["throughput_samples_per_s"] = samples;
+  j["throughput_tokens_per_s"] = samples * double(job.info.seq_length);
+  j["model_tflops_per_gpu"] = model_tflops_per_gpu(job, r);
+  j["hardware_tflops_per_gpu"] = hardware_tflops_per_gpu(job, r);
+  j["mfu"] = model_tflops_per_gpu(job, r) / peak_tflops(platform, job);
+  ordered_json ranks = ordered_json::array();
+  for (const RankResult& rr : r.ranks) {
+    ranks.push_back({{"rank", rr.rank},
+                     {"finish_time_s", rr.finish_s},
+                     {"compute_time_s", rr.compute_s},
+                     {"exposed_communication_time_s", rr.exposed_communication_s},
+                     {"overlapped_communication_time_s", rr.overlapped_communication_s},
+                     {"idle_time_s", rr.idle_s},
+                     {"ops", rr.ops},
+                     {"bytes_sent", rr.bytes_sent},
+                     {"bytes_received", rr.bytes_received}});
+  }
+  j["ranks"] = ranks;
+  ordered_json links = ordered_json::array();
+  for (const LinkResult& l : r.links) {
+    links.push_back({{"name", l.name},
+                     {"kind", l.kind},
+                     {"bandwidth_gb_per_s", l.bandwidth_bytes_per_s / 1e9},
+                     {"bytes", l.bytes},
+                     {"busy_time_s", l.busy_s},
+                     {"utilization", r.iteration_time_s > 0 ? l.busy_s / r.iteration_time_s : 0.0}});
+  }
+  j["links"] = links;
+  j["simulation"] = {{"fabric_transactions", r.transactions}};
+  return j;
+}
+
+void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
+                   const workloads::Job& job, const SimulationResult& r) {
+  const double it = r.iteration_time_s;
+  out << "tessera: " << job.info.model << " on " << platform.name << " (" << platform.gpus
+      << " x " << platform.gpu.name << ")\n";
+  out << "  iteration time        " << format("%.3f ms", it * 1e3) << "\n";
+  const double samples = it > 0 ? double(job.info.global_batch) / it : 0;
+  out << "  throughput            " << format("%.1f samples/s", samples) << ", "
+      << format("%.0f tokens/s", samples * double(job.info.seq_length)) << "\n";
+  out << "  model TFLOP/s per GPU " << format("%.1f", model_tflops_per_gpu(job, r)) << " (MFU "
+      << format("%.1f%%", 100.0 * model_tflops_per_gpu(job, r) / peak_tflops(platform, job))
+      << ")\n";
+  out << "  per GPU                 compute   exposed comm   overlapped comm   idle\n";
+  for (const RankResult& rr : r.ranks) {
+    char line[160];
+    std::snprintf(line, sizeof line, "    gpu%-3d            %9.3f ms  %9.3f ms      %9.3f ms  %7.3f ms\n",
+                  rr.rank, rr.compute_s * 1e3, rr.exposed_communication_s * 1e3,
+                  rr.overlapped_communication_s * 1e3, rr.idle_s * 1e3);
+    out << line;
+  }
+  double busiest = 0;
+  std::string busiest_name;
+  for (const LinkResult& l : r.links)
+    if (l.busy_s > busiest) busiest = l.busy_s, busiest_name = l.name;
+  if (!busiest_name.empty())
+    out << "  busiest link          " << busiest_name << ", "
+        << format("%.1f%% busy", it > 0 ? 100.0 * busiest / it : 0.0) << "\n";
+}
+
+ordered_json trace_json(const platforms::PlatformConfig& platform, const workloads::Job& job,
+                        const SimulationResult& r, double bucket_us) {
+  ordered_json events = ordered_json::array();
+  for (const RankResult& rr : r.ranks) {
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", rr.rank},
+                      {"args", {{"name", "gpu" + std::to_string(rr.rank)}}}});
+    for (size_t s = 0; s < job.stream_names.size(); ++s)
+      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", rr.rank}, {"tid", s},
+                        {"args", {{"name", job.stream_names[s]}}}});
+  }
+  for (const RankResult& rr : r.ranks) {
+    const workloads::Program& program = *job.ranks[rr.rank].program;
+    std::vector<models::OpSpan> spans = rr.spans;
+    std::stable_sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) {
+      return a.start < b.start;
+    });
+    for (const models::OpSpan& s : spans) {
+      const workloads::Op& op = program.ops[s.op];
+      ordered_json args = {{"op", s.op}};
+      if (op.kind == workloads::OpKind::Compute) {
+        args["flops"] = op.flops;
+        args["bytes"] = op.bytes;
+        args["phase"] = workloads::to_string(op.phase);
+      } else {
+        args["bytes"] = op.message_bytes;
+      }
+      events.push_back({{"name", job.op_name(op)},
+                        {"cat", workloads::to_string(op.kind)},
+                        {"ph", "X"},
+                        {"pid", rr.rank},
+                        {"tid", op.stream},
+                        {"ts", s.start.to_seconds() * 1e6},
+                        {"dur", (s.end - s.start).to_seconds() * 1e6},
+                        {"args", args}});
+    }
+  }
+  const int fabric_pid = platform.gpus;
+  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", fabric_pid},
+                    {"args", {{"name", "links"}}}});
+  for (const LinkResult& l : r.links) {
+    for (size_t b = 0; b < l.activity.size(); ++b) {
+      const double gbps = double(l.activity[b]) / (bucket_us * 1e-6) / 1e9;
+      events.push_back({{"name", l.name}, {"ph", "C"}, {"pid", fabric_pid},
+                        {"ts", double(b) * bucket_us}, {"args", {{"GB/s", gbps}}}});
+    }
+    if (!l.activity.empty())
+      events.push_back({{"name", l.name}, {"ph", "C"}, {"pid", fabric_pid},
+                        {"ts", double(l.activity.size()) * bucket_us}, {"args", {{"GB/s", 0.0}}}});
+  }
+  return {{"traceEvents", events}, {"displayTimeUnit", "ns"}};
+}
+
+void write_json_file(const std::string& path, const ordered_json& json) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write " + path);
+  out << json.dump(1) << "\n";
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+}  // namespace tessera::app

@@ -1,0 +1,26 @@
+// The run report: a human summary for the terminal, the same as JSON (units in the key names),
+// and a Chrome/Perfetto trace.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "platforms/platform.h"
+#include "sc_main/simulation.h"
+#include "workloads/program.h"
+
+namespace tessera::app {
+
+nlohmann::ordered_json report_json(const platforms::PlatformConfig& platform,
+                                   const workloads::Job& job, const SimulationResult& result);
+void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
+                   const workloads::Job& job, const SimulationResult& result);
+nlohmann::ordered_json trace_json(const platforms::PlatformConfig& platform,
+                                  const workloads::Job& job, const SimulationResult& result,
+                                  double bucket_us);
+// Writes JSON to a file; throws std::runtime_error naming the file when it cannot.
+void write_json_file(const std::string& path, const nlohmann::ordered_json& json);
+
+}  // namespace tessera::app

@@ -1,0 +1,180 @@
+#include "sc_main/simulation.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "models/gpu/program_graph.h"
+#include "tlm/payload_pool.h"
+#include "tlm/sockets.h"
+
+namespace tessera::app {
+namespace {
+
+double seconds(const sc_core::sc_time& t) { return t.to_seconds(); }
+
+// Prints "simulated t, ops done/total" on stderr about once a second, checking the wall clock
+// only every few thousand ops so the hot path stays cheap.
+class TerminalProgress : public models::ProgressMonitor {
+ public:
+  TerminalProgress(uint64_t total, bool enabled) : total_(total), enabled_(enabled) {
+    last_ = std::chrono::steady_clock::now();
+  }
+  void op_completed() override {
+    ++done_;
+    if (!enabled_ || (done_ & 1023) != 0) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_ < std::chrono::seconds(1)) return;
+    last_ = now;
+    printed_ = true;
+    std::fprintf(stderr, "\r  simulated %.3f ms, %llu of %llu ops (%.0f%%)   ",
+                 sc_core::sc_time_stamp().to_seconds() * 1e3, (unsigned long long)done_,
+                 (unsigned long long)total_, 100.0 * double(done_) / double(total_));
+    std::fflush(stderr);
+  }
+  ~TerminalProgress() override {
+    if (printed_) std::fprintf(stderr, "\r%70s\r", "");
+  }
+
+ private:
+  uint64_t total_;
+  bool enabled_;
+  uint64_t done_ = 0;
+  bool printed_ = false;
+  std::chrono::steady_clock::time_point last_;
+};
+
+}  // namespace
+
+SimulationResult simulate(const platforms::PlatformConfig& config, const workloads::Job& job,
+                          const SimulationOptions& options) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  protocol::set_time_resolution();
+  workloads::validate(job);
+
+  protocol::PayloadPool pool;
+  models::CollectiveEngineConfig collectives;
+  collectives.chunk_bytes = options.chunk_bytes;
+  platforms::Platform platform("platform", config, job, pool, collectives);
+
+  // One dependency graph per distinct program.
+  std::map<const workloads::Program*, std::shared_ptr<const models::ProgramGraph>> graphs;
+  uint64_t total_ops = 0;
+  for (const workloads::Rank& rank : job.ranks) {
+    auto& graph = graphs[rank.program.get()];
+    if (!graph) graph = std::make_shared<models::ProgramGraph>(*rank.program);
+    total_ops += rank.program->ops.size();
+  }
+  TerminalProgress progress(total_ops, options.progress && isatty(STDERR_FILENO));
+  for (const workloads::Rank& rank : job.ranks) {
+    models::Gpu& gpu = platform.gpu(rank.rank);
+    if (options.trace) gpu.activity().enable_spans();
+    gpu.command_processor().load(job, rank, graphs[rank.program.get()], &progress);
+  }
+  const sc_core::sc_time bucket(options.trace_bucket_us, sc_core::SC_US);
+  if (options.trace)
+    for (const auto& link : platform.links()) link->record_activity(bucket);
+
+  sc_core::sc_start();
+
+  SimulationResult result;
+  sc_core::sc_time end = sc_core::SC_ZERO_TIME;
+  for (size_t r = 0; r < platform.gpu_count(); ++r) {
+    const models::CommandProcessor& cp = platform.gpu(r).command_processor();
+    end = std::max(end, cp.finished() ? cp.finish_time() : sc_core::sc_time_stamp());
+  }
+  result.iteration_time_s = seconds(end);
+  for (size_t r = 0; r < platform.gpu_count(); ++r) {
+    models::Gpu& gpu = platform.gpu(r);
+    gpu.activity().close(end);
+    RankResult rr;
+    rr.rank = static_cast<int>(r);
+    rr.finish_s = seconds(gpu.command_processor().finish_time());
+    rr.compute_s = seconds(gpu.activity().compute());
+    rr.exposed_communication_s = seconds(gpu.activity().exposed_communication());
+    rr.overlapped_communication_s = seconds(gpu.activity().overlapped_communication());
+    rr.idle_s = seconds(gpu.activity().idle());
+    rr.ops = gpu.command_processor().completed_ops();
+    rr.bytes_sent = gpu.collectives().bytes_injected();
+    rr.bytes_received = gpu.collectives().bytes_received();
+    rr.spans = gpu.activity().spans();
+    result.ranks.push_back(std::move(rr));
+  }
+  for (const auto& link : platform.links()) {
+    LinkResult lr;
+    lr.name = link->name();
+    lr.kind = link->link_kind();
+    lr.bandwidth_bytes_per_s = link->timing().bandwidth_bytes_per_s;
+    lr.bytes = link->bytes_carried();
+    lr.chunks = link->chunks_carried();
+    lr.busy_s = seconds(link->busy_time());
+    lr.activity = link->activity();
+    result.transactions += lr.chunks;
+    result.links.push_back(std::move(lr));
+  }
+  result.payloads_created = pool.created();
+
+  // A program that could not finish: name the stuck ranks, their ops and who is missing.
+  for (size_t r = 0; r < platform.gpu_count(); ++r) {
+    const models::Gpu& gpu = platform.gpu(r);
+    if (gpu.command_processor().finished()) continue;
+    result.deadlocked = true;
+    const workloads::Program& program = *job.ranks[r].program;
+    for (const models::CollectiveEngine::Waiting& w : gpu.collectives().waiting()) {
+      StuckOp s;
+      s.rank = static_cast<int>(r);
+      s.op = w.op;
+      s.name = job.op_name(program.ops[w.op]);
+      s.what = w.what;
+      if (w.communicator >= 0) {
+        for (int member : job.communicators[w.communicator].ranks)
+          if (platform.gpu(member).collectives().joined(w.communicator) <= w.sequence)
+            s.absent_ranks.push_back(member);
+      } else if (w.peer >= 0) {
+        s.absent_ranks.push_back(w.peer);
+      }
+      result.stuck.push_back(std::move(s));
+    }
+    if (result.stuck.empty() || result.stuck.back().rank != static_cast<int>(r)) {
+      // Nothing in flight in the collective engine: report the first op that never issued.
+      for (int64_t op : gpu.command_processor().first_blocked_per_stream()) {
+        if (op < 0) continue;
+        StuckOp s;
+        s.rank = static_cast<int>(r);
+        s.op = static_cast<uint32_t>(op);
+        s.name = job.op_name(program.ops[op]);
+        s.what = "never issued: it waits for ops that cannot complete";
+        result.stuck.push_back(std::move(s));
+        break;
+      }
+    }
+  }
+  result.wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return result;
+}
+
+std::string describe_deadlock(const SimulationResult& result) {
+  std::ostringstream out;
+  out << "the program cannot finish:";
+  for (const StuckOp& s : result.stuck) {
+    out << " rank " << s.rank << " is stuck at op " << s.op << " '" << s.name << "' (" << s.what;
+    if (!s.absent_ranks.empty()) {
+      out << "; waiting for rank";
+      if (s.absent_ranks.size() > 1) out << "s";
+      for (size_t i = 0; i < s.absent_ranks.size(); ++i)
+        out << (i ? "," : "") << " " << s.absent_ranks[i];
+      out << " that never joined";
+    }
+    out << ");";
+  }
+  std::string text = out.str();
+  if (!text.empty() && text.back() == ';') text.back() = '.';
+  return text;
+}
+
+}  // namespace tessera::app

@@ -1,0 +1,72 @@
+// Runs one simulation: builds the platform for a job, executes every rank's program, and
+// collects what the report needs. SystemC elaborates once per process, so simulate() may be
+// called once per process (tests run each scenario in a child process).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/gpu/activity.h"
+#include "platforms/platform.h"
+#include "workloads/program.h"
+
+namespace tessera::app {
+
+struct SimulationOptions {
+  uint64_t chunk_bytes = 128 * 1024;     // fabric chunk size
+  bool trace = false;                    // record op spans and link activity for a trace
+  double trace_bucket_us = 10.0;         // link counter resolution in the trace
+  bool progress = false;                 // print progress on stderr
+};
+
+struct RankResult {
+  int rank = 0;
+  double finish_s = 0;
+  double compute_s = 0;
+  double exposed_communication_s = 0;
+  double overlapped_communication_s = 0;
+  double idle_s = 0;
+  uint64_t ops = 0;
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_received = 0;
+  std::vector<models::OpSpan> spans;  // when tracing
+};
+
+struct LinkResult {
+  std::string name;
+  std::string kind;
+  double bandwidth_bytes_per_s = 0;
+  uint64_t bytes = 0;
+  uint64_t chunks = 0;
+  double busy_s = 0;
+  std::vector<uint64_t> activity;  // bytes per trace bucket, when tracing
+};
+
+struct StuckOp {
+  int rank = 0;
+  uint32_t op = 0;
+  std::string name;
+  std::string what;
+  std::vector<int> absent_ranks;  // members that never joined the collective
+};
+
+struct SimulationResult {
+  double iteration_time_s = 0;
+  std::vector<RankResult> ranks;
+  std::vector<LinkResult> links;
+  bool deadlocked = false;
+  std::vector<StuckOp> stuck;
+  uint64_t transactions = 0;   // fabric hop transactions (one chunk across one link)
+  uint64_t chunks_injected = 0;
+  uint64_t payloads_created = 0;
+  double wall_s = 0;
+};
+
+SimulationResult simulate(const platforms::PlatformConfig& platform, const workloads::Job& job,
+                          const SimulationOptions& options);
+
+// One line per stuck rank, for the error message of a run that cannot finish.
+std::string describe_deadlock(const SimulationResult& result);
+
+}  // namespace tessera::app

@@ -1,0 +1,94 @@
+// Payload extensions: what a TLM transaction carries in tessera.
+//
+// Three kinds of transaction exist: a compute event (a kernel sent from a GPU's command
+// processor to its compute engine), a collective event (an NCCL-like call sent to the GPU's
+// collective engine) and a fabric transfer (one chunk of bytes crossing links and switches).
+// Payloads come from PayloadPool, which attaches one of each extension once, for the payload's
+// whole life, so nothing is allocated per transaction.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <tlm>
+
+namespace tessera::protocol {
+
+struct ComputeEvent : tlm::tlm_extension<ComputeEvent> {
+  const std::string* name = nullptr;  // op name (owned by the job)
+  uint32_t rank = 0;
+  uint32_t op = 0;                    // op index in the rank's program
+  uint16_t stream = 0;
+  uint8_t phase = 0;                  // workloads::ComputePhase, as a number
+  uint8_t dtype = 0;                  // workloads::DType, as a number
+  double flops = 0.0;
+  double bytes = 0.0;                 // HBM traffic of the kernel
+  int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0;  // 0 when not a GEMM
+  bool memory_copy = false;           // a copy-engine transfer rather than a kernel
+
+  tlm::tlm_extension_base* clone() const override { return new ComputeEvent(*this); }
+  void copy_from(const tlm::tlm_extension_base& other) override {
+    *this = static_cast<const ComputeEvent&>(other);
+  }
+};
+
+enum class CollectiveOp : uint8_t {
+  AllReduce,
+  ReduceScatter,
+  AllGather,
+  AllToAll,
+  Broadcast,
+  Reduce,
+  Barrier,
+  Send,
+  Recv
+};
+
+enum class CollectiveAlgorithm : uint8_t { Automatic, Ring };
+
+struct CollectiveEvent : tlm::tlm_extension<CollectiveEvent> {
+  const std::string* name = nullptr;
+  uint32_t rank = 0;
+  uint32_t op = 0;
+  CollectiveOp kind = CollectiveOp::AllReduce;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Automatic;
+  int32_t communicator = -1;          // Job communicator index (collectives)
+  int32_t peer = -1;                  // peer rank (send/recv)
+  uint32_t tag = 0;                   // send/recv matching tag
+  uint64_t bytes = 0;                 // NCCL message size
+
+  tlm::tlm_extension_base* clone() const override { return new CollectiveEvent(*this); }
+  void copy_from(const tlm::tlm_extension_base& other) override {
+    *this = static_cast<const CollectiveEvent&>(other);
+  }
+};
+
+// What a chunk on the fabric belongs to.
+enum class TransferPurpose : uint8_t { Collective, PointToPoint };
+
+struct FabricTransfer : tlm::tlm_extension<FabricTransfer> {
+  uint32_t source = 0;                // source GPU rank
+  uint32_t destination = 0;           // destination GPU rank
+  uint64_t bytes = 0;                 // payload bytes of this chunk
+  uint64_t flow = 0;                  // collective instance or point-to-point message id
+  uint32_t step = 0;                  // algorithm step the chunk belongs to
+  uint32_t chunk = 0;                 // chunk index within the step
+  TransferPurpose purpose = TransferPurpose::Collective;
+
+  tlm::tlm_extension_base* clone() const override { return new FabricTransfer(*this); }
+  void copy_from(const tlm::tlm_extension_base& other) override {
+    *this = static_cast<const FabricTransfer&>(other);
+  }
+};
+
+inline ComputeEvent& compute_event(tlm::tlm_generic_payload& gp) {
+  return *gp.get_extension<ComputeEvent>();
+}
+inline CollectiveEvent& collective_event(tlm::tlm_generic_payload& gp) {
+  return *gp.get_extension<CollectiveEvent>();
+}
+inline FabricTransfer& fabric_transfer(tlm::tlm_generic_payload& gp) {
+  return *gp.get_extension<FabricTransfer>();
+}
+
+}  // namespace tessera::protocol

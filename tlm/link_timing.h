@@ -1,0 +1,37 @@
+// Link timing arithmetic: how long a chunk occupies a link, in closed form (never per byte).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include <systemc>
+
+namespace tessera::protocol {
+
+struct LinkTiming {
+  double bandwidth_bytes_per_s = 0.0;   // per direction
+  sc_core::sc_time latency = sc_core::SC_ZERO_TIME;  // propagation + fixed hop latency
+  uint32_t packet_overhead_bytes = 0;   // header/CRC bytes per packet on the wire
+  uint32_t max_packet_payload_bytes = 0;  // 0: a chunk is one packet
+
+  // Packets a chunk of `bytes` is split into on this link.
+  uint64_t packets(uint64_t bytes) const {
+    if (max_packet_payload_bytes == 0 || bytes == 0) return 1;
+    return (bytes + max_packet_payload_bytes - 1) / max_packet_payload_bytes;
+  }
+  // Bytes on the wire for a chunk of `bytes` of payload.
+  double wire_bytes(uint64_t bytes) const {
+    return double(bytes) + double(packets(bytes)) * double(packet_overhead_bytes);
+  }
+  // Time the sender's port is busy putting the chunk on the link (rounded up to 1 ps).
+  sc_core::sc_time serialization(uint64_t bytes) const {
+    const double ps = std::ceil(wire_bytes(bytes) * 1e12 / bandwidth_bytes_per_s);
+    return sc_core::sc_time::from_value(static_cast<sc_dt::uint64>(ps));
+  }
+  // Payload bandwidth achieved by back-to-back chunks of `bytes`.
+  double effective_bandwidth(uint64_t bytes) const {
+    return bandwidth_bytes_per_s * double(bytes) / wire_bytes(bytes);
+  }
+};
+
+}  // namespace tessera::protocol
