@@ -78,7 +78,19 @@ struct Op {
   int32_t slot = -1;             // collective: communicator slot; send/recv: peer slot
   uint32_t tag = 0;              // send/recv matching tag
   uint32_t algorithm = 0;        // index into Job::names; 0 = automatic selection
+
+  // Added by the workload compiler (see docs/workloads.md):
+  // the micro-batch this op works on, -1 for once-per-iteration ops (optimizer, gradient
+  // reduction); kept out of the op name so names stay few and interned.
+  int32_t micro_batch = -1;
+  // True for tensor-core work (GEMMs and the attention core's batched matmuls). Model and
+  // hardware FLOPs count only these, as Megatron's formula does; element-wise kernels carry
+  // their (small) FLOPs for the compute model but are not "model FLOPs".
+  bool matmul = false;
 };
+// Message sizes follow the nccl-tests convention: AllReduce and Broadcast name the buffer;
+// AllGather the gathered (output) buffer; ReduceScatter the full (input) buffer; AllToAll the
+// send buffer of one rank. So a TP all-gather and the all-reduce it replaces have the same size.
 
 struct Program {
   std::vector<Op> ops;

@@ -1,0 +1,36 @@
+// Shared helpers of the workload tests.
+#pragma once
+
+#include <cmath>
+#include <string>
+
+#include "workloads/workload.h"
+
+namespace tessera::workloads::testing {
+
+// A GPT model from hyper-parameters (no file).
+inline ModelSpec gpt(int64_t layers, int64_t hidden, int64_t heads, int64_t seq, int64_t vocab) {
+  ModelSpec m;
+  m.name = "test-gpt";
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.seq_length = seq;
+  m.vocab = vocab;
+  return m;
+}
+
+// Megatron (Narayanan et al. 2021): FLOPs per iteration with full recompute, and without the
+// recompute forward pass (model FLOPs).
+inline double megatron_hardware_flops(double B, double s, double l, double h, double V) {
+  return 96.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * l * h));
+}
+inline double megatron_model_flops(double B, double s, double l, double h, double V) {
+  return 72.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (12.0 * l * h));
+}
+
+inline bool near_rel(double a, double b, double rel = 1e-12) {
+  return std::fabs(a - b) <= rel * std::max(std::fabs(a), std::fabs(b));
+}
+
+}  // namespace tessera::workloads::testing

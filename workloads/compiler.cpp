@@ -1,0 +1,1029 @@
+#include "workloads/compiler.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <unordered_map>
+
+#include "workloads/errors.h"
+#include "workloads/schedule.h"
+
+namespace tessera::workloads {
+namespace {
+
+constexpr OpId kNoOp = std::numeric_limits<OpId>::max();
+
+// Bytes of a stored element: fp8 training keeps activations and weights in 16 bits.
+double storage_bytes(DType d) { return d == DType::FP8 ? 2.0 : double(dtype_bytes(d)); }
+
+// Sizes of one micro-batch on one rank, named as in the papers (docs/workloads.md).
+struct Geometry {
+  double b, s, sl, T, Tr;  // micro-batch, seq, local seq (s/cp), local tokens, tokens in
+                           // sequence-parallel regions (T/t with SP, else T)
+  double h, a, d, g, dkv;  // hidden, heads, head dim, kv heads, kv width (g*d)
+  double f, fe, mlp_in;    // ffn, expert ffn, 2 for SwiGLU (gate and up) else 1
+  double V, t, c, E, El, k;  // padded vocab, tp, cp, experts, local experts, top-k
+  double eb;               // activation/weight element bytes
+  bool sp, dropout;
+};
+
+Geometry geometry(const ModelSpec& m, const ResolvedStrategy& r) {
+  const Strategy& s = r.s;
+  Geometry q{};
+  q.b = double(s.micro_batch);
+  q.s = double(m.seq_length);
+  q.c = s.cp;
+  q.t = s.tp;
+  q.sl = q.s / q.c;
+  q.T = q.b * q.sl;
+  q.sp = s.sequence_parallel && s.tp > 1;
+  q.Tr = q.sp ? q.T / q.t : q.T;
+  q.eb = storage_bytes(s.dtype);
+  q.dropout = m.dropout;
+  if (m.is_generic()) return q;
+  q.h = double(m.hidden);
+  q.a = double(m.heads);
+  q.d = double(m.head_dim());
+  q.g = double(m.kv_heads_or_heads());
+  q.dkv = q.g * q.d;
+  q.f = double(m.ffn());
+  q.fe = double(m.expert_ffn());
+  q.mlp_in = m.mlp == MlpKind::SwiGLU ? 2.0 : 1.0;
+  q.V = double(r.padded_vocab);
+  q.E = double(m.experts);
+  q.El = q.E / s.ep;
+  q.k = double(m.top_k);
+  return q;
+}
+
+double activation_bytes_of_layer(const ModelSpec& m, const ResolvedStrategy& r, bool moe,
+                                 Recompute policy) {
+  const Geometry q = geometry(m, r);
+  const double R = q.Tr * q.h * q.eb;                 // a tensor in a replicated (or SP) region
+  const double mask = q.dropout ? q.Tr * q.h : 0.0;   // 1-byte dropout mask
+  if (policy == Recompute::Full) return R;            // only the layer's input is kept
+  const bool flash = r.s.flash_attention;
+  double bytes = 0;
+  // Attention block: norm input, QKV input, Q, K, V, attention core, projection input, mask.
+  bytes += 2 * R;
+  bytes += q.T * (q.h + 2 * q.dkv) * q.eb / q.t;
+  const double A = q.b * (q.a / q.t) * q.sl * q.s;    // attention-score elements
+  if (flash) {
+    bytes += q.b * (q.a / q.t) * q.sl * 4.0;          // log-sum-exp statistics, fp32
+  } else if (policy != Recompute::Selective) {
+    bytes += A * q.eb;                                // softmax output
+    if (q.dropout) bytes += A * 1.0 + A * q.eb;       // dropout mask and output
+  }
+  bytes += q.T * q.h * q.eb / q.t + mask;
+  // MLP block: norm input, MLP input, activation input, second GEMM input, mask.
+  bytes += 2 * R + mask;
+  if (moe) {
+    const double routed = q.Tr * q.k;                 // token copies this rank's experts see
+    bytes += q.Tr * q.E * 4.0;                        // router probabilities, fp32
+    bytes += routed * q.h * q.eb;                     // permuted tokens (expert input)
+    bytes += routed * (q.mlp_in + 1) * q.fe * q.eb;   // activation input, second GEMM input
+  } else {
+    bytes += q.T * (q.mlp_in + 1) * q.f * q.eb / q.t;
+  }
+  return bytes;
+}
+
+// Parameters whose gradients become ready together (a layer, the embedding, the output layer).
+// Counts are per rank.
+struct Unit {
+  uint32_t name_unit = 0;   // index for op names
+  int layer = -1;           // global layer index, -1 for embedding/output
+  int generic_entry = -1;   // generic models: index into ModelSpec::generic_layers
+  bool embedding = false;
+  bool output = false;
+  double dense = 0;         // parameters reduced over the dp group
+  double expert = 0;        // parameters reduced over the expert-dp group
+  double replicated = 0;    // of `dense`, those copied across TP (norms, row-parallel biases)
+  double activations = 0;   // saved per micro-batch
+  double full_activations = 0;  // without recompute (materialized while recomputing)
+};
+
+struct Bucket {
+  double params = 0;
+  size_t trigger = 0;       // index (in backward order) of the unit that completes it
+  bool expert = false;
+  std::vector<size_t> units;
+};
+
+struct Chunk {
+  int virtual_stage = 0;
+  std::vector<Unit> units;  // forward order
+  std::vector<Bucket> buckets;
+  double activations = 0;   // per micro-batch
+};
+
+// Rank layout: mixed-radix coordinates in the strategy's rank order.
+struct Layout {
+  std::array<int, 5> size{};    // indexed by Axis
+  std::array<int, 5> stride{};  // indexed by Axis
+  int world = 1;
+  Layout(const ResolvedStrategy& r) {
+    size[int(Axis::TP)] = r.s.tp;
+    size[int(Axis::CP)] = r.s.cp;
+    size[int(Axis::EP)] = r.s.ep;
+    size[int(Axis::DP)] = r.edp;
+    size[int(Axis::PP)] = r.s.pp;
+    for (Axis a : r.s.rank_order) {
+      stride[int(a)] = world;
+      world *= size[int(a)];
+    }
+  }
+  int coord(int rank, Axis a) const { return (rank / stride[int(a)]) % size[int(a)]; }
+  int with(int rank, Axis a, int value) const {
+    return rank + (value - coord(rank, a)) * stride[int(a)];
+  }
+  // Groups of ranks that differ only along `axes`; members in rank order.
+  std::vector<std::vector<int>> groups(std::initializer_list<Axis> axes,
+                                       std::vector<int>& group_of_rank) const {
+    std::vector<std::vector<int>> out;
+    std::vector<int> index(world, -1);
+    group_of_rank.assign(world, -1);
+    for (int r = 0; r < world; ++r) {
+      int key = r;
+      for (Axis a : axes) key = with(key, a, 0);
+      if (index[key] < 0) {
+        index[key] = static_cast<int>(out.size());
+        out.emplace_back();
+      }
+      out[index[key]].push_back(r);
+      group_of_rank[r] = index[key];
+    }
+    return out;
+  }
+};
+
+// Writes one pipeline stage's program.
+class StageBuilder {
+ public:
+  StageBuilder(Job& job, Program& program, const ModelSpec& m, const ResolvedStrategy& r,
+               const CommunicatorSlots& slots, std::vector<std::string>& unit_names)
+      : job_(job), prog_(program), m_(m), r_(r), q_(geometry(m, r)), slots_(slots),
+        unit_names_(unit_names) {}
+
+  void build(int stage, std::vector<Chunk>& chunks);
+
+ private:
+  // ---- primitives ----
+  uint32_t stream(const char* name) {
+    for (size_t i = 0; i < job_.stream_names.size(); ++i)
+      if (job_.stream_names[i] == name) return static_cast<uint32_t>(i);
+    job_.stream_names.push_back(name);
+    return static_cast<uint32_t>(job_.stream_names.size() - 1);
+  }
+  // Interned "<unit>.<base>.<phase>" names, built once per (unit, base, phase).
+  uint32_t name(uint32_t unit, const char* base, ComputePhase phase) {
+    const uint64_t key = (uint64_t(unit) << 40) ^ (uint64_t(reinterpret_cast<uintptr_t>(base)) << 3) ^
+                         uint64_t(phase);
+    auto it = names_.find(key);
+    if (it != names_.end()) return it->second;
+    static const char* suffix[] = {"fwd", "bwd", "wgrad", "step", "recompute", ""};
+    std::string text = unit_names_[unit] + "." + base;
+    if (*suffix[int(phase)]) text += std::string(".") + suffix[int(phase)];
+    const uint32_t id = job_.intern(text);
+    names_.emplace(key, id);
+    return id;
+  }
+  OpId push(Op&& op, std::vector<OpId> deps) {
+    op.deps = std::move(deps);
+    op.micro_batch = mb_;
+    prog_.ops.push_back(std::move(op));
+    return static_cast<OpId>(prog_.ops.size() - 1);
+  }
+  OpId compute(uint32_t name, ComputePhase phase, double flops, double bytes, bool matmul,
+               GemmShape gemm = {}) {
+    Op op;
+    op.kind = OpKind::Compute;
+    op.stream = compute_stream_;
+    op.name = name;
+    op.phase = phase;
+    op.dtype = r_.s.dtype;
+    op.flops = flops;
+    op.bytes = bytes;
+    op.gemm = gemm;
+    op.matmul = matmul;
+    last_compute_ = push(std::move(op), std::move(pending_));
+    pending_.clear();
+    return last_compute_;
+  }
+  OpId gemm(uint32_t name, ComputePhase phase, double m, double n, double k) {
+    const double eb = dtype_bytes(r_.s.dtype);
+    return compute(name, phase, 2.0 * m * n * k, eb * (m * k + k * n + m * n), true,
+                   GemmShape{int64_t(m), int64_t(n), int64_t(k)});
+  }
+  OpId collective(uint32_t strm, uint32_t name, ComputePhase phase, CollectiveKind kind,
+                  double bytes, int slot, std::vector<OpId> deps) {
+    Op op;
+    op.kind = OpKind::Collective;
+    op.stream = static_cast<uint16_t>(strm);
+    op.name = name;
+    op.phase = phase;
+    op.collective = kind;
+    op.message_bytes = static_cast<uint64_t>(std::llround(std::max(bytes, 1.0)));
+    op.slot = slot;
+    return push(std::move(op), std::move(deps));
+  }
+  std::vector<OpId> after_compute() const {
+    return last_compute_ == kNoOp ? std::vector<OpId>{} : std::vector<OpId>{last_compute_};
+  }
+  void block(OpId id) { pending_.push_back(id); }
+  double tp_bytes() const { return q_.T * q_.h * q_.eb; }  // a full activation of the TP group
+
+  // ---- tensor-parallel GEMM pairs (Megatron's f and g operators) ----
+  // Column-parallel forward: with SP the sequence-sharded input is all-gathered first.
+  void column_forward(uint32_t u, const char* base, const char* gather, ComputePhase ph,
+                      double n) {
+    if (q_.sp) gathered_gemm(u, base, gather, ph, q_.T, n, q_.h);
+    else gemm(name(u, base, ph), ph, q_.T, n, q_.h);
+  }
+  // Row-parallel forward: the partial outputs are all-reduced (reduce-scattered with SP).
+  void row_forward(uint32_t u, const char* base, const char* reduce, ComputePhase ph, double k) {
+    const int chunks = overlap_chunks();
+    const CollectiveKind kind = q_.sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
+    OpId last = kNoOp;
+    for (int i = 0; i < chunks; ++i) {
+      gemm(name(u, base, ph), ph, q_.T / chunks, q_.h, k);
+      if (q_.t > 1)
+        last = collective(tp_stream_, name(u, reduce, ph), ph, kind, tp_bytes() / chunks, slots_.tp,
+                          after_compute());
+    }
+    if (last != kNoOp) block(last);
+  }
+  void gathered_gemm(uint32_t u, const char* base, const char* gather, ComputePhase ph, double m,
+                     double n, double k) {
+    const int chunks = overlap_chunks();
+    std::vector<OpId> gathers;
+    for (int i = 0; i < chunks; ++i)
+      gathers.push_back(collective(tp_stream_, name(u, gather, ph), ph, CollectiveKind::AllGather,
+                                   tp_bytes() / chunks, slots_.tp, after_compute()));
+    for (int i = 0; i < chunks; ++i) {
+      block(gathers[i]);
+      gemm(name(u, base, ph), ph, m / chunks, n, k);
+    }
+  }
+  int overlap_chunks() const {
+    return (q_.t > 1 && r_.s.tp_comm_overlap) ? std::max(1, r_.s.tp_comm_chunks) : 1;
+  }
+  // Row-parallel backward: with SP the output gradient is all-gathered, then dgrad and wgrad.
+  void row_backward(uint32_t u, const char* base, const char* gather, double k) {
+    if (q_.sp) {
+      gathered_gemm(u, base, gather, ComputePhase::BackwardInput, q_.T, k, q_.h);
+    } else {
+      gemm(name(u, base, ComputePhase::BackwardInput), ComputePhase::BackwardInput, q_.T, k, q_.h);
+    }
+    gemm(name(u, base, ComputePhase::BackwardWeight), ComputePhase::BackwardWeight, k, q_.h, q_.T);
+  }
+  // Column-parallel backward: dgrad, then the input gradient is all-reduced (reduce-scattered
+  // with SP) while wgrad runs; with SP the input is gathered again for wgrad (Megatron keeps
+  // only the sharded input).
+  void column_backward(uint32_t u, const char* base, const char* gather, const char* reduce,
+                       double n) {
+    OpId input = kNoOp;
+    if (q_.sp)
+      input = collective(tp_stream_, name(u, gather, ComputePhase::BackwardWeight),
+                         ComputePhase::BackwardWeight, CollectiveKind::AllGather, tp_bytes(),
+                         slots_.tp, after_compute());
+    gemm(name(u, base, ComputePhase::BackwardInput), ComputePhase::BackwardInput, q_.T, q_.h, n);
+    OpId reduced = kNoOp;
+    if (q_.t > 1)
+      reduced = collective(tp_stream_, name(u, reduce, ComputePhase::BackwardInput),
+                           ComputePhase::BackwardInput,
+                           q_.sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
+                           tp_bytes(), slots_.tp, after_compute());
+    if (input != kNoOp) block(input);
+    gemm(name(u, base, ComputePhase::BackwardWeight), ComputePhase::BackwardWeight, n, q_.h, q_.T);
+    if (reduced != kNoOp) block(reduced);
+  }
+
+  // ---- model pieces ----
+  void layer_forward(const Unit& unit, ComputePhase ph);
+  void layer_backward(const Unit& unit);
+  void attention_core_forward(uint32_t u, ComputePhase ph);
+  void embedding_forward(const Unit& unit);
+  void embedding_backward(const Unit& unit);
+  void output_forward(const Unit& unit);
+  void output_backward(const Unit& unit);
+  void generic_forward(const Unit& unit, ComputePhase ph);
+  void generic_backward(const Unit& unit);
+  void unit_forward(const Unit& unit, ComputePhase ph);
+  void unit_backward(const Unit& unit);
+
+  // ---- data parallelism ----
+  int dp_slot(bool expert) const { return expert ? slots_.edp : slots_.dp; }
+  bool dp_active(bool expert) const { return expert ? slots_.edp >= 0 : dp_size_ > 1; }
+  void zero3_gather(const Unit& unit, ComputePhase ph);
+  void zero3_reduce(const Unit& unit);
+
+  Job& job_;
+  Program& prog_;
+  const ModelSpec& m_;
+  const ResolvedStrategy& r_;
+  const Geometry q_;
+  const CommunicatorSlots& slots_;
+  std::vector<std::string>& unit_names_;
+  std::unordered_map<uint64_t, uint32_t> names_;
+  std::vector<OpId> pending_;
+  OpId last_compute_ = kNoOp;
+  int32_t mb_ = -1;
+  uint16_t compute_stream_ = 0;
+  uint32_t tp_stream_ = 0, cp_stream_ = 0, ep_stream_ = 0, dp_stream_ = 0, gather_stream_ = 0;
+  uint32_t send_stream_ = 0, recv_stream_ = 0;
+  int dp_size_ = 1;
+  int edp_size_ = 1;
+
+ public:
+  void set_group_sizes(int dp, int edp) {
+    dp_size_ = dp;
+    edp_size_ = edp;
+  }
+};
+
+void StageBuilder::attention_core_forward(uint32_t u, ComputePhase ph) {
+  const Geometry& q = q_;
+  const double A = q.b * (q.a / q.t) * q.sl * q.s;
+  const double kv = q.T * q.c * q.dkv / q.t;  // K or V elements after the CP gather
+  if (r_.s.flash_attention) {
+    compute(name(u, "attention", ph), ph, 4.0 * q.b * q.sl * q.s * q.h / q.t,
+            q.eb * (2.0 * q.T * q.h / q.t + 2.0 * kv), true);
+    return;
+  }
+  compute(name(u, "attn_scores", ph), ph, 2.0 * q.b * q.sl * q.s * q.h / q.t,
+          q.eb * (q.T * q.h / q.t + kv + A), true);
+  compute(name(u, "softmax", ph), ph, 5.0 * A, 2.0 * A * q.eb, false);
+  if (q.dropout) compute(name(u, "attn_dropout", ph), ph, 2.0 * A, 2.0 * A * q.eb + A, false);
+  compute(name(u, "attn_values", ph), ph, 2.0 * q.b * q.sl * q.s * q.h / q.t,
+          q.eb * (A + kv + q.T * q.h / q.t), true);
+}
+
+void StageBuilder::layer_forward(const Unit& unit, ComputePhase ph) {
+  const Geometry& q = q_;
+  const uint32_t u = unit.name_unit;
+  const bool moe = m_.is_moe();
+  const double mask = q.dropout ? q.Tr * q.h : 0.0;
+  compute(name(u, "attn_norm", ph), ph, 5.0 * q.Tr * q.h, 2.0 * q.Tr * q.h * q.eb, false);
+  column_forward(u, "qkv", "qkv_allgather", ph, (q.h + 2.0 * q.dkv) / q.t);
+  if (m_.position == PositionKind::Rotary)
+    compute(name(u, "rope", ph), ph, 3.0 * q.T * (q.h + q.dkv) / q.t,
+            2.0 * q.T * (q.h + q.dkv) / q.t * q.eb, false);
+  if (q.c > 1)
+    block(collective(cp_stream_, name(u, "kv_allgather", ph), ph, CollectiveKind::AllGather,
+                     2.0 * q.T * q.c * q.dkv / q.t * q.eb, slots_.cp, after_compute()));
+  attention_core_forward(u, ph);
+  row_forward(u, "attn_proj", "attn_proj_reduce", ph, q.h / q.t);
+  compute(name(u, "attn_residual", ph), ph, 3.0 * q.Tr * q.h, 3.0 * q.Tr * q.h * q.eb + mask, false);
+  compute(name(u, "mlp_norm", ph), ph, 5.0 * q.Tr * q.h, 2.0 * q.Tr * q.h * q.eb, false);
+  if (moe) {
+    const double routed = q.Tr * q.k;
+    gemm(name(u, "router", ph), ph, q.Tr, q.E, q.h);
+    compute(name(u, "moe_permute", ph), ph, 0.0, 2.0 * routed * q.h * q.eb, false);
+    if (slots_.ep >= 0)
+      block(collective(ep_stream_, name(u, "moe_dispatch", ph), ph, CollectiveKind::AllToAll,
+                       routed * q.h * q.eb, slots_.ep, after_compute()));
+    gemm(name(u, "expert_fc1", ph), ph, routed, q.mlp_in * q.fe, q.h);
+    compute(name(u, "expert_act", ph), ph, 8.0 * routed * q.fe,
+            (q.mlp_in + 1) * routed * q.fe * q.eb, false);
+    gemm(name(u, "expert_fc2", ph), ph, routed, q.h, q.fe);
+    if (slots_.ep >= 0)
+      block(collective(ep_stream_, name(u, "moe_combine", ph), ph, CollectiveKind::AllToAll,
+                       routed * q.h * q.eb, slots_.ep, after_compute()));
+    compute(name(u, "moe_unpermute", ph), ph, routed * q.h, 2.0 * routed * q.h * q.eb, false);
+  } else {
+    column_forward(u, "mlp_fc1", "mlp_fc1_allgather", ph, q.mlp_in * q.f / q.t);
+    compute(name(u, "mlp_act", ph), ph, 8.0 * q.T * q.f / q.t, (q.mlp_in + 1) * q.T * q.f / q.t * q.eb,
+            false);
+    row_forward(u, "mlp_fc2", "mlp_fc2_reduce", ph, q.f / q.t);
+  }
+  compute(name(u, "mlp_residual", ph), ph, 3.0 * q.Tr * q.h, 3.0 * q.Tr * q.h * q.eb + mask, false);
+}
+
+void StageBuilder::layer_backward(const Unit& unit) {
+  const Geometry& q = q_;
+  const uint32_t u = unit.name_unit;
+  const ComputePhase bi = ComputePhase::BackwardInput, bw = ComputePhase::BackwardWeight;
+  const double mask = q.dropout ? q.Tr * q.h : 0.0;
+  if (r_.s.recompute == Recompute::Full) layer_forward(unit, ComputePhase::Recompute);
+  compute(name(u, "mlp_residual", bi), bi, 2.0 * q.Tr * q.h, 3.0 * q.Tr * q.h * q.eb + mask, false);
+  if (m_.is_moe()) {
+    const double routed = q.Tr * q.k;
+    compute(name(u, "moe_unpermute", bi), bi, routed * q.h, 2.0 * routed * q.h * q.eb, false);
+    if (slots_.ep >= 0)
+      block(collective(ep_stream_, name(u, "moe_combine", bi), bi, CollectiveKind::AllToAll,
+                       routed * q.h * q.eb, slots_.ep, after_compute()));
+    gemm(name(u, "expert_fc2", bi), bi, routed, q.fe, q.h);
+    gemm(name(u, "expert_fc2", bw), bw, q.fe, q.h, routed);
+    compute(name(u, "expert_act", bi), bi, 16.0 * routed * q.fe,
+            (q.mlp_in + 2) * routed * q.fe * q.eb, false);
+    gemm(name(u, "expert_fc1", bi), bi, routed, q.h, q.mlp_in * q.fe);
+    gemm(name(u, "expert_fc1", bw), bw, q.mlp_in * q.fe, q.h, routed);
+    if (slots_.ep >= 0)
+      block(collective(ep_stream_, name(u, "moe_dispatch", bi), bi, CollectiveKind::AllToAll,
+                       routed * q.h * q.eb, slots_.ep, after_compute()));
+    compute(name(u, "moe_permute", bi), bi, 0.0, 2.0 * routed * q.h * q.eb, false);
+    gemm(name(u, "router", bi), bi, q.Tr, q.h, q.E);
+    gemm(name(u, "router", bw), bw, q.E, q.h, q.Tr);
+  } else {
+    row_backward(u, "mlp_fc2", "mlp_fc2_grad_allgather", q.f / q.t);
+    compute(name(u, "mlp_act", bi), bi, 16.0 * q.T * q.f / q.t,
+            (q.mlp_in + 2) * q.T * q.f / q.t * q.eb, false);
+    column_backward(u, "mlp_fc1", "mlp_fc1_allgather", "mlp_fc1_grad_reduce",
+                    q.mlp_in * q.f / q.t);
+  }
+  compute(name(u, "mlp_norm", bi), bi, 8.0 * q.Tr * q.h, 3.0 * q.Tr * q.h * q.eb, false);
+  compute(name(u, "attn_residual", bi), bi, 2.0 * q.Tr * q.h, 3.0 * q.Tr * q.h * q.eb + mask, false);
+  row_backward(u, "attn_proj", "attn_proj_grad_allgather", q.h / q.t);
+  // Selective recompute re-runs the attention core's forward (the s^2 part) before its backward.
+  if (r_.s.recompute == Recompute::Selective && !r_.s.flash_attention)
+    attention_core_forward(u, ComputePhase::Recompute);
+  const double kv_bytes = 2.0 * q.T * q.c * q.dkv / q.t * q.eb;
+  if (q.c > 1)
+    block(collective(cp_stream_, name(u, "kv_allgather", bi), bi, CollectiveKind::AllGather,
+                     kv_bytes, slots_.cp, after_compute()));
+  const double A = q.b * (q.a / q.t) * q.sl * q.s;
+  const double kv = q.T * q.c * q.dkv / q.t;
+  if (r_.s.flash_attention) {
+    compute(name(u, "attention", bi), bi, 8.0 * q.b * q.sl * q.s * q.h / q.t,
+            q.eb * (4.0 * q.T * q.h / q.t + 4.0 * kv), true);
+  } else {
+    compute(name(u, "attn_values", bi), bi, 4.0 * q.b * q.sl * q.s * q.h / q.t,
+            q.eb * (2.0 * A + 2.0 * kv + 2.0 * q.T * q.h / q.t), true);
+    if (q.dropout) compute(name(u, "attn_dropout", bi), bi, 2.0 * A, 2.0 * A * q.eb + A, false);
+    compute(name(u, "softmax", bi), bi, 4.0 * A, 3.0 * A * q.eb, false);
+    compute(name(u, "attn_scores", bi), bi, 4.0 * q.b * q.sl * q.s * q.h / q.t,
+            q.eb * (A + 2.0 * kv + 2.0 * q.T * q.h / q.t), true);
+  }
+  if (q.c > 1)
+    block(collective(cp_stream_, name(u, "kv_grad_reducescatter", bi), bi,
+                     CollectiveKind::ReduceScatter, kv_bytes, slots_.cp, after_compute()));
+  if (m_.position == PositionKind::Rotary)
+    compute(name(u, "rope", bi), bi, 3.0 * q.T * (q.h + q.dkv) / q.t,
+            2.0 * q.T * (q.h + q.dkv) / q.t * q.eb, false);
+  column_backward(u, "qkv", "qkv_allgather", "qkv_grad_reduce", (q.h + 2.0 * q.dkv) / q.t);
+  compute(name(u, "attn_norm", bi), bi, 8.0 * q.Tr * q.h, 3.0 * q.Tr * q.h * q.eb, false);
+}
+
+void StageBuilder::embedding_forward(const Unit& unit) {
+  const Geometry& q = q_;
+  const ComputePhase f = ComputePhase::Forward;
+  const uint32_t u = unit.name_unit;
+  // Vocabulary-parallel lookup: each TP rank fills the rows of its vocabulary shard, then the
+  // partial embeddings are summed (reduce-scattered into sequence shards with SP).
+  compute(name(u, "lookup", f), f, q.T * q.h, 3.0 * q.T * q.h * q.eb, false);
+  if (q.t > 1)
+    block(collective(tp_stream_, name(u, "embedding_reduce", f), f,
+                     q.sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, tp_bytes(),
+                     slots_.tp, after_compute()));
+  if (q.dropout)
+    compute(name(u, "dropout", f), f, 2.0 * q.Tr * q.h, 2.0 * q.Tr * q.h * q.eb + q.Tr * q.h, false);
+}
+
+void StageBuilder::embedding_backward(const Unit& unit) {
+  const Geometry& q = q_;
+  const ComputePhase bi = ComputePhase::BackwardInput, bw = ComputePhase::BackwardWeight;
+  const uint32_t u = unit.name_unit;
+  if (q.dropout)
+    compute(name(u, "dropout", bi), bi, 2.0 * q.Tr * q.h, 2.0 * q.Tr * q.h * q.eb + q.Tr * q.h, false);
+  if (q.sp)
+    block(collective(tp_stream_, name(u, "embedding_grad_allgather", bi), bi,
+                     CollectiveKind::AllGather, tp_bytes(), slots_.tp, after_compute()));
+  compute(name(u, "lookup", bw), bw, q.T * q.h, 3.0 * q.T * q.h * q.eb, false);
+}
+
+void StageBuilder::output_forward(const Unit& unit) {
+  const Geometry& q = q_;
+  const ComputePhase f = ComputePhase::Forward;
+  const uint32_t u = unit.name_unit;
+  compute(name(u, "final_norm", f), f, 5.0 * q.Tr * q.h, 2.0 * q.Tr * q.h * q.eb, false);
+  column_forward(u, "logits", "logits_allgather", f, q.V / q.t);
+  // Vocabulary-parallel cross-entropy: max, target logit and sum of exponentials are
+  // all-reduced across TP (three fp32 values per token).
+  compute(name(u, "cross_entropy", f), f, 5.0 * q.T * q.V / q.t, q.T * q.V / q.t * (q.eb + 4.0),
+          false);
+  if (q.t > 1)
+    block(collective(tp_stream_, name(u, "loss_allreduce", f), f, CollectiveKind::AllReduce,
+                     12.0 * q.T, slots_.tp, after_compute()));
+}
+
+void StageBuilder::output_backward(const Unit& unit) {
+  const Geometry& q = q_;
+  const ComputePhase bi = ComputePhase::BackwardInput;
+  const uint32_t u = unit.name_unit;
+  compute(name(u, "cross_entropy", bi), bi, 2.0 * q.T * q.V / q.t, q.T * q.V / q.t * (q.eb + 4.0),
+          false);
+  column_backward(u, "logits", "logits_allgather", "logits_grad_reduce", q.V / q.t);
+  compute(name(u, "final_norm", bi), bi, 8.0 * q.Tr * q.h, 3.0 * q.Tr * q.h * q.eb, false);
+}
+
+// Generic layers: sizes per sample, so each is scaled by the micro-batch.
+void StageBuilder::generic_forward(const Unit& unit, ComputePhase ph) {
+  const GenericLayer& l = m_.generic_layers[unit.generic_entry];
+  const uint32_t u = unit.name_unit;
+  const double b = q_.b;
+  if (l.kind == GenericLayer::Kind::Gemm) {
+    gemm(name(u, "gemm", ph), ph, b * l.m, l.n, l.k);
+  } else {
+    compute(name(u, l.kind == GenericLayer::Kind::Custom ? "op" : "elementwise", ph), ph,
+            b * l.forward_flops, b * l.bytes, l.kind == GenericLayer::Kind::Custom);
+  }
+}
+
+void StageBuilder::generic_backward(const Unit& unit) {
+  const GenericLayer& l = m_.generic_layers[unit.generic_entry];
+  const uint32_t u = unit.name_unit;
+  const double b = q_.b;
+  const ComputePhase bi = ComputePhase::BackwardInput, bw = ComputePhase::BackwardWeight;
+  if (r_.s.recompute == Recompute::Full) generic_forward(unit, ComputePhase::Recompute);
+  if (l.kind == GenericLayer::Kind::Gemm) {
+    gemm(name(u, "gemm", bi), bi, b * l.m, l.k, l.n);
+    gemm(name(u, "gemm", bw), bw, l.k, l.n, b * l.m);
+  } else {
+    const double flops = l.backward_flops >= 0 ? l.backward_flops : 2.0 * l.forward_flops;
+    compute(name(u, l.kind == GenericLayer::Kind::Custom ? "op" : "elementwise", bi), bi,
+            b * flops, 2.0 * b * l.bytes, l.kind == GenericLayer::Kind::Custom);
+  }
+}
+
+void StageBuilder::zero3_gather(const Unit& unit, ComputePhase ph) {
+  for (bool expert : {false, true}) {
+    const double params = expert ? unit.expert : unit.dense;
+    if (params <= 0 || !dp_active(expert)) continue;
+    const OpId g = collective(gather_stream_, name(unit.name_unit, expert ? "expert_param_allgather" : "param_allgather", ph),
+                              ph, CollectiveKind::AllGather, params * q_.eb, dp_slot(expert),
+                              r_.s.overlap_param_gather ? std::vector<OpId>{} : after_compute());
+    block(g);
+  }
+}
+
+void StageBuilder::zero3_reduce(const Unit& unit) {
+  const double gb = dtype_bytes(r_.s.grad_dtype);
+  for (bool expert : {false, true}) {
+    const double params = expert ? unit.expert : unit.dense;
+    if (params <= 0 || !dp_active(expert)) continue;
+    collective(dp_stream_, name(unit.name_unit, expert ? "expert_grad_reducescatter" : "grad_reducescatter", ComputePhase::BackwardWeight),
+               ComputePhase::BackwardWeight, CollectiveKind::ReduceScatter, params * gb,
+               dp_slot(expert), after_compute());
+  }
+}
+
+void StageBuilder::unit_forward(const Unit& unit, ComputePhase ph) {
+  if (r_.s.zero == 3) zero3_gather(unit, ph);
+  if (m_.is_generic()) return generic_forward(unit, ph);
+  if (unit.embedding) return embedding_forward(unit);
+  if (unit.output) return output_forward(unit);
+  layer_forward(unit, ph);
+}
+
+void StageBuilder::unit_backward(const Unit& unit) {
+  if (r_.s.zero == 3) zero3_gather(unit, ComputePhase::BackwardInput);
+  if (m_.is_generic()) generic_backward(unit);
+  else if (unit.embedding) embedding_backward(unit);
+  else if (unit.output) output_backward(unit);
+  else layer_backward(unit);
+  if (r_.s.zero == 3) zero3_reduce(unit);
+}
+
+
+// Pipeline tags: one per (micro-batch, receiving virtual stage, direction), so a receive
+// matches exactly one send.
+uint32_t p2p_tag(int64_t mb, int virtual_stages, int receiver_vs, bool forward) {
+  return static_cast<uint32_t>((mb * virtual_stages + receiver_vs) * 2 + (forward ? 0 : 1));
+}
+
+void StageBuilder::build(int stage, std::vector<Chunk>& chunks) {
+  const Strategy& s = r_.s;
+  compute_stream_ = static_cast<uint16_t>(stream("compute"));
+  if (slots_.tp >= 0) tp_stream_ = stream("tp_comm");
+  if (slots_.cp >= 0) cp_stream_ = stream("cp_comm");
+  if (slots_.ep >= 0) ep_stream_ = stream("ep_comm");
+  dp_stream_ = stream("dp_comm");
+  if (s.zero >= 1) gather_stream_ = stream("dp_gather");
+  if (s.pp > 1) {
+    send_stream_ = stream("pp_send");
+    recv_stream_ = stream("pp_recv");
+  }
+  const int VS = r_.virtual_stages;
+  const double p2p_bytes =
+      m_.is_generic() ? 0.0 : q_.T * q_.h * q_.eb / (q_.sp ? q_.t : 1.0);
+  auto boundary_bytes = [&](const Chunk& chunk, bool last_unit) {
+    if (!m_.is_generic()) return p2p_bytes;
+    // Generic models: the tensor at the boundary is the output of the chunk's last layer
+    // (forward) or the gradient of its first layer's input (backward).
+    const Unit& u = last_unit ? chunk.units.back() : chunk.units.front();
+    const GenericLayer& l = m_.generic_layers[u.generic_entry];
+    double per_sample = l.kind == GenericLayer::Kind::Gemm ? double(l.m) * (last_unit ? l.n : l.k) * q_.eb
+                                                          : std::max(l.activation_bytes, 0.0);
+    return std::max(1.0, q_.b * per_sample);
+  };
+  auto p2p = [&](OpKind kind, int peer_slot, uint32_t tag, double bytes, uint32_t nm) {
+    Op op;
+    op.kind = kind;
+    op.stream = static_cast<uint16_t>(kind == OpKind::Send ? send_stream_ : recv_stream_);
+    op.name = nm;
+    op.slot = peer_slot;
+    op.tag = tag;
+    op.message_bytes = static_cast<uint64_t>(std::llround(std::max(bytes, 1.0)));
+    return push(std::move(op), kind == OpKind::Send ? after_compute() : std::vector<OpId>{});
+  };
+  const uint32_t send_act = job_.intern("pp.send_activation"), recv_act = job_.intern("pp.recv_activation");
+  const uint32_t send_grad = job_.intern("pp.send_grad"), recv_grad = job_.intern("pp.recv_grad");
+
+  std::vector<OpId> reductions;  // everything the optimizer waits for
+  const bool bucketed = s.zero < 3;
+  const double gb = dtype_bytes(s.grad_dtype);
+  auto reduce_bucket = [&](const Bucket& bucket, size_t index) {
+    if (!dp_active(bucket.expert)) return;
+    const uint32_t nm = job_.intern("grad_bucket" + std::to_string(index) +
+                                    (bucket.expert ? ".expert" : "") +
+                                    (s.zero == 0 ? ".allreduce" : ".reducescatter"));
+    reductions.push_back(collective(dp_stream_, nm, ComputePhase::BackwardWeight,
+                                    s.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
+                                    bucket.params * gb, dp_slot(bucket.expert), after_compute()));
+  };
+  auto gather_bucket = [&](const Bucket& bucket, size_t index, std::vector<OpId> deps) {
+    const uint32_t nm = job_.intern("param_bucket" + std::to_string(index) +
+                                    (bucket.expert ? ".expert" : "") + ".allgather");
+    return collective(gather_stream_, nm, ComputePhase::Optimizer, CollectiveKind::AllGather,
+                      bucket.params * q_.eb, dp_slot(bucket.expert), std::move(deps));
+  };
+  // Global bucket numbering across the stage's chunks, for names.
+  std::vector<size_t> first_bucket(chunks.size(), 0);
+  for (size_t c = 1; c < chunks.size(); ++c)
+    first_bucket[c] = first_bucket[c - 1] + chunks[c - 1].buckets.size();
+
+  // ZeRO-1/2 with overlapped parameter gather: the gathers of the updated parameters (the
+  // previous step's) run at the start and each layer's first forward waits for its bucket.
+  std::vector<std::vector<OpId>> unit_gather(chunks.size());
+  const bool early_gather = s.zero >= 1 && s.zero <= 2 && s.overlap_param_gather;
+  if (early_gather) {
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      unit_gather[c].assign(chunks[c].units.size(), kNoOp);
+      const size_t n = chunks[c].units.size();
+      for (size_t bi = chunks[c].buckets.size(); bi-- > 0;) {
+        const Bucket& bucket = chunks[c].buckets[bi];
+        if (!dp_active(bucket.expert)) continue;
+        const OpId g = gather_bucket(bucket, first_bucket[c] + bi, {});
+        for (size_t back : bucket.units) {
+          OpId& slot = unit_gather[c][n - 1 - back];
+          if (slot == kNoOp) slot = g;
+          else block(g);  // a unit in two buckets (dense and expert) waits for both
+        }
+      }
+    }
+  }
+
+  const std::vector<PipelineStep> steps =
+      pipeline_schedule(s.schedule, s.pp, stage, r_.micro_batches, s.vpp);
+  std::vector<int64_t> forwards(chunks.size(), 0), backwards(chunks.size(), 0);
+  std::vector<std::pair<const Bucket*, size_t>> deferred;
+  for (const PipelineStep& step : steps) {
+    Chunk& chunk = chunks[step.chunk];
+    const int vs = chunk.virtual_stage;
+    mb_ = step.micro_batch;
+    if (step.forward) {
+      const bool first_use = forwards[step.chunk]++ == 0;
+      if (vs > 0)
+        block(p2p(OpKind::Recv, kPrevStagePeer, p2p_tag(mb_, VS, vs, true),
+                  boundary_bytes(chunks[step.chunk], false), recv_act));
+      for (size_t i = 0; i < chunk.units.size(); ++i) {
+        if (first_use && early_gather && unit_gather[step.chunk][i] != kNoOp)
+          block(unit_gather[step.chunk][i]);
+        unit_forward(chunk.units[i], ComputePhase::Forward);
+      }
+      if (vs < VS - 1)
+        p2p(OpKind::Send, kNextStagePeer, p2p_tag(mb_, VS, vs + 1, true),
+            boundary_bytes(chunk, true), send_act);
+    } else {
+      const bool final_pass = ++backwards[step.chunk] == r_.micro_batches;
+      if (vs < VS - 1)
+        block(p2p(OpKind::Recv, kNextStagePeer, p2p_tag(mb_, VS, vs, false),
+                  boundary_bytes(chunk, true), recv_grad));
+      const size_t n = chunk.units.size();
+      for (size_t back = 0; back < n; ++back) {
+        unit_backward(chunk.units[n - 1 - back]);
+        if (!final_pass || !bucketed) continue;
+        // Gradients of this unit are final: reduce every bucket it completes.
+        for (size_t bi = 0; bi < chunk.buckets.size(); ++bi) {
+          if (chunk.buckets[bi].trigger != back) continue;
+          if (s.overlap_grad_reduce) reduce_bucket(chunk.buckets[bi], first_bucket[step.chunk] + bi);
+          else deferred.emplace_back(&chunk.buckets[bi], first_bucket[step.chunk] + bi);
+        }
+      }
+      if (vs > 0)
+        p2p(OpKind::Send, kPrevStagePeer, p2p_tag(mb_, VS, vs - 1, false),
+            boundary_bytes(chunk, false), send_grad);
+    }
+  }
+  mb_ = -1;
+  for (const auto& [bucket, index] : deferred) reduce_bucket(*bucket, index);
+  if (s.zero == 3)  // the per-layer reduce-scatters are what the optimizer waits for
+    for (OpId i = 0; i < prog_.ops.size(); ++i)
+      if (prog_.ops[i].kind == OpKind::Collective && prog_.ops[i].collective == CollectiveKind::ReduceScatter &&
+          prog_.ops[i].stream == dp_stream_)
+        reductions.push_back(i);
+
+  // Weights copied across TP (norms, row-parallel biases, the router) saw different tokens
+  // under sequence parallelism: their gradients are all-reduced over TP.
+  double replicated = 0, embedding_params = 0;
+  for (const Chunk& c : chunks)
+    for (const Unit& u : c.units) {
+      replicated += u.replicated;
+      if ((u.embedding || u.output) && slots_.embedding >= 0)
+        embedding_params = q_.V * q_.h / q_.t;
+    }
+  if (q_.sp && replicated > 0)
+    reductions.push_back(collective(tp_stream_, job_.intern("sequence_parallel_grads.allreduce"),
+                                    ComputePhase::BackwardWeight, CollectiveKind::AllReduce,
+                                    replicated * gb, slots_.tp, after_compute()));
+  // Tied embeddings on different stages: the two copies' gradients are summed.
+  if (embedding_params > 0)
+    reductions.push_back(collective(dp_stream_, job_.intern("embedding_grads.allreduce"),
+                                    ComputePhase::BackwardWeight, CollectiveKind::AllReduce,
+                                    embedding_params * gb, slots_.embedding, after_compute()));
+
+  // Adam: fp32 master weights, two moments; reads and writes all three, reads the gradient,
+  // writes the compute-dtype weight (about 32 bytes and 12 FLOPs per parameter).
+  double local = 0;
+  for (const Chunk& c : chunks)
+    for (const Unit& u : c.units)
+      local += u.dense / (s.zero >= 1 ? dp_size_ : 1) + u.expert / (s.zero >= 1 ? edp_size_ : 1);
+  pending_.insert(pending_.end(), reductions.begin(), reductions.end());
+  const OpId step_op = compute(job_.intern("optimizer.adam"), ComputePhase::Optimizer, 12.0 * local,
+                               32.0 * local, false);
+  prog_.ops[step_op].dtype = DType::FP32;
+  if (s.zero >= 1 && s.zero <= 2 && !early_gather)
+    for (size_t c = 0; c < chunks.size(); ++c)
+      for (size_t bi = chunks[c].buckets.size(); bi-- > 0;)
+        if (dp_active(chunks[c].buckets[bi].expert))
+          gather_bucket(chunks[c].buckets[bi], first_bucket[c] + bi, {step_op});
+}
+
+}  // namespace
+
+double layer_activation_bytes(const ModelSpec& model, const ResolvedStrategy& strategy, bool moe) {
+  return activation_bytes_of_layer(model, strategy, moe, strategy.s.recompute);
+}
+
+CompiledJob compile(const ModelSpec& m, const Strategy& strategy, int gpus) {
+  CompiledJob out;
+  out.strategy = resolve(m, strategy, gpus);
+  const ResolvedStrategy& r = out.strategy;
+  const Strategy& s = r.s;
+  const Geometry q = geometry(m, r);
+  Job& job = out.job;
+  const Layout layout(r);
+
+  // ---- communicators ----
+  std::vector<std::vector<int>> slot_of_rank;  // per family: group index of each rank
+  auto add_family = [&](const char* name, std::initializer_list<Axis> axes, bool wanted) {
+    if (!wanted) return -1;
+    std::vector<int> group_of_rank;
+    const auto groups = layout.groups(axes, group_of_rank);
+    if (groups.front().size() < 2 && std::string(name) != "dp") return -1;
+    const int base = static_cast<int>(job.communicators.size());
+    for (const auto& g : groups) job.communicators.push_back(Communicator{name, g});
+    for (int& gi : group_of_rank) gi += base;
+    slot_of_rank.push_back(std::move(group_of_rank));
+    return static_cast<int>(slot_of_rank.size() - 1);
+  };
+  CommunicatorSlots& slots = out.slots;
+  slots.dp = add_family("dp", {Axis::DP, Axis::EP, Axis::CP}, true);
+  slots.tp = add_family("tp", {Axis::TP}, s.tp > 1);
+  slots.cp = add_family("cp", {Axis::CP}, s.cp > 1);
+  slots.ep = add_family("ep", {Axis::EP}, s.ep > 1);
+  slots.edp = add_family("edp", {Axis::DP, Axis::CP, Axis::TP}, m.is_moe());
+  const int dp_size = s.dp * s.cp, edp_size = r.edp * s.cp * s.tp;
+  // Tied embeddings split over the pipeline: the first and last stage's copies.
+  std::vector<int> embedding_group(layout.world, -1);
+  if (m.tied_embeddings && !m.is_generic() && s.pp > 1) {
+    for (int rank = 0; rank < layout.world; ++rank) {
+      if (layout.coord(rank, Axis::PP) != 0) continue;
+      embedding_group[rank] = static_cast<int>(job.communicators.size());
+      const int last = layout.with(rank, Axis::PP, s.pp - 1);
+      embedding_group[last] = embedding_group[rank];
+      job.communicators.push_back(Communicator{"embedding", {rank, last}});
+    }
+    slots.embedding = static_cast<int>(slot_of_rank.size());
+  }
+
+  // ---- units, chunks, buckets per stage ----
+  std::vector<std::string> unit_names;
+  const double normp = m.norm == NormKind::LayerNorm ? 2.0 * q.h : q.h;
+  std::vector<std::vector<Chunk>> stage_chunks(s.pp);
+  std::vector<int> generic_entry;  // expanded layer -> generic entry
+  for (size_t e = 0; e < m.generic_layers.size(); ++e)
+    for (int64_t k = 0; k < m.generic_layers[e].repeat; ++k) generic_entry.push_back(int(e));
+  for (int64_t l = 0; l < m.layers; ++l) {
+    const std::string base = m.is_generic() ? m.generic_layers[generic_entry[l]].name : "layer";
+    unit_names.push_back(base + std::to_string(l));
+  }
+  const uint32_t embedding_name = static_cast<uint32_t>(unit_names.size());
+  unit_names.push_back("embedding");
+  const uint32_t output_name = static_cast<uint32_t>(unit_names.size());
+  unit_names.push_back("output");
+
+  const Recompute none = Recompute::None;
+  const double layer_act = m.is_generic() ? 0 : activation_bytes_of_layer(m, r, m.is_moe(), s.recompute);
+  const double layer_full = m.is_generic() ? 0 : activation_bytes_of_layer(m, r, m.is_moe(), none);
+  Unit layer_unit;
+  if (!m.is_generic()) {
+    const double bias = m.bias ? 1.0 : 0.0;
+    layer_unit.dense = q.h * (q.h + 2 * q.dkv) / q.t + bias * (q.h + 2 * q.dkv) / q.t +
+                       q.h * q.h / q.t + 2 * normp + bias * q.h;
+    layer_unit.replicated = 2 * normp + bias * q.h;
+    if (m.is_moe()) {
+      layer_unit.dense += q.h * q.E;
+      layer_unit.replicated += q.h * q.E;
+      layer_unit.expert = q.El * (q.mlp_in * q.h * q.fe + q.fe * q.h + bias * (q.mlp_in * q.fe + q.h));
+    } else {
+      layer_unit.dense += q.mlp_in * q.h * q.f / q.t + q.f * q.h / q.t + bias * (q.mlp_in * q.f / q.t + q.h);
+      layer_unit.replicated += bias * q.h;
+    }
+    layer_unit.activations = layer_act;
+    layer_unit.full_activations = layer_full;
+  }
+  const double bucket_params = s.bucket_mb * 1024.0 * 1024.0 / dtype_bytes(s.grad_dtype);
+  for (int vs = 0; vs < r.virtual_stages; ++vs) {
+    Chunk chunk;
+    chunk.virtual_stage = vs;
+    if (vs == 0 && !m.is_generic()) {
+      Unit u;
+      u.embedding = true;
+      u.name_unit = embedding_name;
+      u.dense = q.V * q.h / q.t;
+      if (m.position == PositionKind::Learned) u.dense += q.s * q.h, u.replicated += q.s * q.h;
+      u.activations = u.full_activations = q.dropout ? q.Tr * q.h : 0.0;
+      chunk.units.push_back(u);
+    }
+    for (int64_t l = r.stage_first_layer[vs]; l < r.stage_first_layer[vs] + r.stage_layers[vs]; ++l) {
+      Unit u = layer_unit;
+      u.layer = static_cast<int>(l);
+      u.name_unit = static_cast<uint32_t>(l);
+      if (m.is_generic()) {
+        const GenericLayer& g = m.generic_layers[generic_entry[l]];
+        u.generic_entry = generic_entry[l];
+        u.dense = g.params >= 0 ? g.params
+                  : g.kind == GenericLayer::Kind::Gemm ? double(g.n) * g.k + (g.bias ? g.n : 0) : 0;
+        const double act = g.activation_bytes >= 0 ? g.activation_bytes
+                           : g.kind == GenericLayer::Kind::Gemm ? double(g.m) * g.k * q.eb : 0;
+        u.activations = u.full_activations = q.b * act;
+      }
+      chunk.units.push_back(u);
+    }
+    if (vs == r.virtual_stages - 1 && !m.is_generic()) {
+      Unit u;
+      u.output = true;
+      u.name_unit = output_name;
+      u.dense = normp + ((!m.tied_embeddings || s.pp > 1) ? q.V * q.h / q.t : 0.0);
+      u.replicated = normp;
+      u.activations = u.full_activations =
+          q.Tr * q.h * q.eb + q.T * q.h * q.eb / (q.sp ? q.t : 1.0) + q.T * q.V / q.t * 4.0;
+      chunk.units.push_back(u);
+    }
+    for (const Unit& u : chunk.units) chunk.activations += u.activations;
+    // Buckets fill in backward order, as gradients become ready.
+    for (bool expert : {false, true}) {
+      Bucket open;
+      open.expert = expert;
+      const size_t n = chunk.units.size();
+      for (size_t back = 0; back < n; ++back) {
+        const double p = expert ? chunk.units[n - 1 - back].expert : chunk.units[n - 1 - back].dense;
+        if (p <= 0) continue;
+        open.params += p;
+        open.units.push_back(back);
+        open.trigger = back;
+        if (open.params >= bucket_params) {
+          chunk.buckets.push_back(open);
+          open = Bucket{};
+          open.expert = expert;
+        }
+      }
+      if (open.params > 0) chunk.buckets.push_back(open);
+    }
+    stage_chunks[vs % s.pp].push_back(std::move(chunk));
+  }
+
+  // ---- one program per stage ----
+  std::vector<std::shared_ptr<Program>> programs(s.pp);
+  for (int stage = 0; stage < s.pp; ++stage) {
+    programs[stage] = std::make_shared<Program>();
+    CommunicatorSlots stage_slots = slots;
+    if (stage != 0 && stage != s.pp - 1) stage_slots.embedding = -1;
+    StageBuilder builder(job, *programs[stage], m, r, stage_slots, unit_names);
+    builder.set_group_sizes(dp_size, edp_size);
+    builder.build(stage, stage_chunks[stage]);
+  }
+
+  // ---- ranks ----
+  job.ranks.resize(layout.world);
+  out.stage_of_rank.resize(layout.world);
+  for (int rank = 0; rank < layout.world; ++rank) {
+    Rank& rk = job.ranks[rank];
+    rk.rank = rank;
+    const int stage = layout.coord(rank, Axis::PP);
+    out.stage_of_rank[rank] = stage;
+    rk.program = programs[stage];
+    for (const auto& family : slot_of_rank) rk.communicators.push_back(family[rank]);
+    if (embedding_group[rank] >= 0) rk.communicators.push_back(embedding_group[rank]);
+    if (s.pp > 1) {
+      rk.peers = {layout.with(rank, Axis::PP, (stage + s.pp - 1) % s.pp),
+                  layout.with(rank, Axis::PP, (stage + 1) % s.pp)};
+    }
+  }
+
+  // ---- memory ----
+  const double eb = q.eb, gb = dtype_bytes(s.grad_dtype);
+  const double ob = (s.dtype == DType::FP32 || s.dtype == DType::TF32) ? 8.0 : 12.0;
+  std::vector<MemoryBreakdown> stage_memory(s.pp);
+  out.peak_in_flight.resize(s.pp);
+  for (int stage = 0; stage < s.pp; ++stage) {
+    MemoryBreakdown& mem = stage_memory[stage];
+    const auto& chunks = stage_chunks[stage];
+    double dense = 0, expert = 0, largest_unit = 0, largest_layer = 0;
+    for (const Chunk& c : chunks)
+      for (const Unit& u : c.units) {
+        dense += u.dense;
+        expert += u.expert;
+        largest_unit = std::max(largest_unit, u.dense + u.expert);
+        if (u.layer >= 0) largest_layer = std::max(largest_layer, u.full_activations);
+      }
+    auto sharded = [&](double bytes_per_param, bool shard) {
+      return bytes_per_param * (dense / (shard ? dp_size : 1) + expert / (shard ? edp_size : 1));
+    };
+    mem.params = sharded(eb, s.zero >= 3);
+    mem.grads = sharded(gb, s.zero >= 2);
+    mem.optimizer = sharded(ob, s.zero >= 1);
+    const auto steps = pipeline_schedule(s.schedule, s.pp, stage, r.micro_batches, s.vpp);
+    out.peak_in_flight[stage] = peak_in_flight(steps);
+    double held = 0;
+    for (const PipelineStep& step : steps) {
+      held += (step.forward ? 1.0 : -1.0) * chunks[step.chunk].activations;
+      mem.activations = std::max(mem.activations, held);
+    }
+    if (s.recompute == Recompute::Full && !m.is_generic()) mem.temporary += largest_layer;
+    if (q.sp) mem.temporary += q.T * q.h * q.eb;
+    if (s.zero == 3) mem.temporary += largest_unit * (2 * eb + gb);
+    if (s.zero == 2) mem.temporary += s.bucket_mb * 1024.0 * 1024.0;
+    mem.peak = mem.params + mem.grads + mem.optimizer + mem.activations + mem.temporary;
+  }
+  out.memory.resize(layout.world);
+  for (int rank = 0; rank < layout.world; ++rank) out.memory[rank] = stage_memory[out.stage_of_rank[rank]];
+
+  // ---- iteration facts ----
+  job.info.model = m.name;
+  job.info.global_batch = s.global_batch;
+  job.info.seq_length = m.seq_length;
+  const FlopCount flops = count_flops(job);
+  job.info.model_flops = flops.model;
+  job.info.hardware_flops = flops.hardware;
+  return out;
+}
+
+FlopCount count_flops(const Job& job) {
+  std::unordered_map<const Program*, std::pair<FlopCount, int>> per_program;
+  for (const Rank& rank : job.ranks) {
+    auto [it, inserted] = per_program.try_emplace(rank.program.get());
+    if (inserted) {
+      for (const Op& op : rank.program->ops) {
+        if (op.kind != OpKind::Compute || !op.matmul) continue;
+        it->second.first.hardware += op.flops;
+        if (op.phase != ComputePhase::Recompute) it->second.first.model += op.flops;
+      }
+    }
+    ++it->second.second;
+  }
+  FlopCount total;
+  for (const auto& [program, entry] : per_program) {
+    total.model += entry.first.model * entry.second;
+    total.hardware += entry.first.hardware * entry.second;
+  }
+  return total;
+}
+
+void check_memory(const CompiledJob& compiled, double hbm_bytes) {
+  for (size_t rank = 0; rank < compiled.memory.size(); ++rank) {
+    const double needs = compiled.memory[rank].peak;
+    if (needs <= hbm_bytes) continue;
+    char text[160];
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    std::snprintf(text, sizeof text, "out of memory on rank %zu: needs %.2f GiB, has %.2f GiB", rank,
+                  needs / gib, hbm_bytes / gib);
+    throw OutOfMemoryError(text, static_cast<int>(rank), needs, hbm_bytes);
+  }
+}
+
+Throughput throughput(const IterationInfo& info, int gpus, double seconds, double peak_flops) {
+  Throughput t;
+  if (gpus <= 0 || seconds <= 0) return t;
+  t.model_tflops_per_gpu = info.model_flops / (gpus * seconds) / 1e12;
+  t.hardware_tflops_per_gpu = info.hardware_flops / (gpus * seconds) / 1e12;
+  if (peak_flops > 0) t.mfu = info.model_flops / (gpus * seconds * peak_flops);
+  return t;
+}
+
+}  // namespace tessera::workloads
