@@ -1,5 +1,8 @@
 #include "sc_main/cli.h"
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -91,11 +94,29 @@ po::options_description run_options(RunSettings& s) {
   return all;
 }
 
+// Fails before a long run, not after it, when an output file cannot be written.
+void check_writable(const std::string& path) {
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec) || access(dir.c_str(), W_OK) != 0)
+    throw InputError(path + ": cannot write (no writable directory " + dir.string() + ")");
+  if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": cannot write (a directory)");
+}
+
+void require_readable_file(const std::string& path, const char* what) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(path + ": cannot read " + what + " (it is a directory)");
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot read " + what);
+}
+
 // Reads a config file of 'key = value' lines; names file, line and key on any problem.
 void read_config_file(const std::string& path, const po::options_description& desc,
                       po::variables_map& vm) {
+  require_readable_file(path, "config file");
   std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot read config file");
   std::string line;
   int number = 0;
   std::vector<std::pair<std::string, int>> keys;
@@ -181,12 +202,18 @@ platforms::PlatformConfig build_platform(const RunSettings& s) {
   return p;
 }
 
-workloads::Job build_job(const RunSettings& s, const platforms::PlatformConfig& p) {
-  if (!s.job.empty()) return load_job_file(s.job);
+workloads::Job build_job(const RunSettings& s, const po::variables_map& vm,
+                        const platforms::PlatformConfig& p) {
+  if (!s.job.empty()) {
+    require_readable_file(s.job, "job file");
+    return load_job_file(s.job);
+  }
   workloads::GptConfig m;
-  auto set = [](int64_t v, int64_t& field, const char* option) {
-    if (v < 0) throw InputError(std::string("--") + option + " must be positive, got " + std::to_string(v));
-    if (v > 0) field = v;
+  // Options given on the command line or in the config file must be positive.
+  auto set = [&vm](int64_t v, int64_t& field, const char* option) {
+    if (!vm.count(option)) return;
+    if (v <= 0) throw InputError(std::string("--") + option + " must be positive, got " + std::to_string(v));
+    field = v;
   };
   set(s.layers, m.layers, "layers");
   set(s.hidden, m.hidden, "hidden");
@@ -233,7 +260,9 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
   if (s.trace_bucket_us <= 0) throw InputError("--trace-bucket-us must be positive");
 
   platforms::PlatformConfig platform = build_platform(s);
-  workloads::Job job = build_job(s, platform);
+  for (const std::string* output : {&s.report, &s.trace})
+    if (!output->empty()) check_writable(*output);
+  workloads::Job job = build_job(s, vm, platform);
   if (!s.job.empty() && vm.count("gpus") == 0) platform.gpus = static_cast<int>(job.ranks.size());
   if (static_cast<size_t>(platform.gpus) != job.ranks.size())
     throw InputError("the job has " + std::to_string(job.ranks.size()) + " ranks but --gpus is " +
@@ -254,8 +283,12 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
     err << "tessera: error: " << describe_deadlock(result) << "\n";
     return kDeadlock;
   }
-  if (!s.report.empty()) write_json_file(s.report, report_json(platform, job, result));
-  if (!s.trace.empty()) write_json_file(s.trace, trace_json(platform, job, result, s.trace_bucket_us));
+  try {
+    if (!s.report.empty()) write_json_file(s.report, report_json(platform, job, result));
+    if (!s.trace.empty()) write_json_file(s.trace, trace_json(platform, job, result, s.trace_bucket_us));
+  } catch (const std::runtime_error& e) {
+    throw InputError(e.what());
+  }
   if (!s.quiet) print_summary(out, platform, job, result);
   return kOk;
 }

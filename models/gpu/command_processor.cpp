@@ -14,6 +14,10 @@ CommandProcessor::CommandProcessor(sc_core::sc_module_name name, protocol::Paylo
   to_compute.register_nb_transport_bw(this, &CommandProcessor::nb_transport_bw);
   to_copy.register_nb_transport_bw(this, &CommandProcessor::nb_transport_bw);
   to_collectives.register_nb_transport_bw(this, &CommandProcessor::nb_transport_bw);
+  // Runs once at time zero and issues the ops that wait for nothing.
+  sc_core::sc_spawn_options options;
+  options.spawn_method();
+  sc_core::sc_spawn([this] { begin(); }, "start", &options);
 }
 
 void CommandProcessor::load(const workloads::Job& job, const workloads::Rank& rank,
@@ -27,12 +31,10 @@ void CommandProcessor::load(const workloads::Job& job, const workloads::Rank& ra
   total_ = waits_.size();
   state_.assign(total_, 0);
   issued_at_.assign(total_, sc_core::SC_ZERO_TIME);
-  sc_core::sc_spawn_options options;
-  options.spawn_method();
-  sc_core::sc_spawn([this] { begin(); }, "start", &options);
 }
 
 void CommandProcessor::begin() {
+  if (rank_ == nullptr) return;  // no program loaded
   for (uint32_t op = 0; op < total_; ++op)
     if (waits_[op] == 0 && state_[op] == 0) issue(op);
 }

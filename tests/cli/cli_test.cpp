@@ -1,0 +1,220 @@
+// The tessera executable as a user runs it: the default scenario, reports, traces,
+// determinism, and one clear line with exit status 2 for every kind of bad input.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Result {
+  int status = -1;
+  std::string out, err;
+};
+
+std::string temp_dir() {
+  static std::string dir = [] {
+    char tmpl[] = "/tmp/tessera-cli-XXXXXX";
+    return std::string(mkdtemp(tmpl));
+  }();
+  return dir;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string write_file(const std::string& name, const std::string& text) {
+  const std::string path = temp_dir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+Result tessera(const std::string& args) {
+  static int counter = 0;
+  const std::string out = temp_dir() + "/out" + std::to_string(counter);
+  const std::string err = temp_dir() + "/err" + std::to_string(counter++);
+  const std::string command = std::string(TESSERA_BIN) + " " + args + " >" + out + " 2>" + err + " </dev/null";
+  const int raw = std::system(command.c_str());
+  Result r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  r.out = read_file(out);
+  r.err = read_file(err);
+  return r;
+}
+
+int lines(const std::string& text) {
+  int n = 0;
+  for (char c : text) n += c == '\n';
+  return n;
+}
+
+// Bad input: status 2, exactly one line on stderr starting "tessera: error:", nothing on
+// stdout, no SystemC report.
+void expect_bad_input(const std::string& args, const std::string& must_mention) {
+  SCOPED_TRACE(args);
+  const Result r = tessera(args);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("tessera: error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(must_mention), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_EQ(r.err.find("SystemC"), std::string::npos) << r.err;
+}
+
+TEST(Cli, DefaultScenarioRunsAndSummarizes) {
+  const Result r = tessera("");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("iteration time"), std::string::npos);
+  EXPECT_NE(r.out.find("8 x H100-SXM5-80GB"), std::string::npos);
+  for (int g = 0; g < 8; ++g) EXPECT_NE(r.out.find("gpu" + std::to_string(g) + " "), std::string::npos);
+  EXPECT_EQ(r.out.find("SystemC"), std::string::npos) << "no SystemC banner";
+}
+
+TEST(Cli, HelpListsCommandsAndOptions) {
+  const Result top = tessera("--help");
+  EXPECT_EQ(top.status, 0);
+  EXPECT_NE(top.out.find("run"), std::string::npos);
+  const Result run = tessera("run --help");
+  EXPECT_EQ(run.status, 0);
+  for (const char* option : {"--config", "--report", "--trace", "--platform", "--gpus", "--job",
+                             "--layers", "--chunk-kib", "--bucket-mb"})
+    EXPECT_NE(run.out.find(option), std::string::npos) << option;
+}
+
+TEST(Cli, ReportHasUnitsInKeysAndIsByteIdenticalAcrossRuns) {
+  const std::string a = temp_dir() + "/a.json", b = temp_dir() + "/b.json";
+  ASSERT_EQ(tessera("run --layers 4 --report " + a).status, 0);
+  ASSERT_EQ(tessera("run --layers 4 --report " + b).status, 0);
+  const std::string ra = read_file(a), rb = read_file(b);
+  ASSERT_FALSE(ra.empty());
+  EXPECT_EQ(ra, rb);
+  const auto j = nlohmann::json::parse(ra);
+  EXPECT_GT(j["iteration_time_s"].get<double>(), 0);
+  EXPECT_GT(j["throughput_samples_per_s"].get<double>(), 0);
+  ASSERT_EQ(j["ranks"].size(), 8u);
+  const auto& rank = j["ranks"][0];
+  const double parts = rank["compute_time_s"].get<double>() +
+                       rank["exposed_communication_time_s"].get<double>() +
+                       rank["idle_time_s"].get<double>();
+  EXPECT_NEAR(parts, j["iteration_time_s"].get<double>(), 1e-9);
+  EXPECT_GT(j["links"].size(), 0u);
+}
+
+TEST(Cli, TraceHasATrackPerGpuStreamAndLinkCounters) {
+  const std::string t = temp_dir() + "/trace.json";
+  ASSERT_EQ(tessera("run --layers 2 --trace " + t).status, 0);
+  const auto j = nlohmann::json::parse(read_file(t));
+  int threads = 0, complete = 0, counters = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") ++threads;
+    if (e["ph"] == "X") ++complete;
+    if (e["ph"] == "C") ++counters;
+  }
+  EXPECT_EQ(threads, 8 * 2);  // compute and dp_comm on each of 8 GPUs
+  EXPECT_GT(complete, 8 * 20);
+  EXPECT_GT(counters, 16);
+}
+
+TEST(Cli, ConfigFileSetsOptions) {
+  const std::string cfg = write_file("ok.cfg", "# small model\nlayers = 2\nhidden=1024\n\nheads = 8\n");
+  const std::string rep = temp_dir() + "/cfg.json";
+  const Result r = tessera("run --config " + cfg + " --report " + rep);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(read_file(rep).find("gpt-l2-h1024"), std::string::npos);
+}
+
+TEST(Cli, JobFileRunsAndADeadlockExitsWithStatus3) {
+  const std::string ok = write_file("ok.yaml", R"(
+communicators: {world: [0, 1]}
+ranks:
+  - ops:
+      - {name: fwd, kind: compute, gemm: [4096, 4096, 4096]}
+      - {name: ar, kind: allreduce, communicator: world, bytes: 1048576, deps: [fwd]}
+  - ops:
+      - {name: fwd, kind: compute, gemm: [4096, 4096, 4096]}
+      - {name: ar, kind: allreduce, communicator: world, bytes: 1048576, deps: [fwd]}
+)");
+  const Result good = tessera("run --job " + ok);
+  EXPECT_EQ(good.status, 0) << good.err;
+  const std::string stuck = write_file("stuck.yaml", R"(
+communicators: {world: [0, 1, 2]}
+ranks:
+  - ops: [{name: grads, kind: allreduce, communicator: world, bytes: 4096}]
+  - ops: [{name: grads, kind: allreduce, communicator: world, bytes: 4096}]
+  - ops: [{name: other, kind: compute, flops: 1e9}]
+)");
+  const Result r = tessera("run --job " + stuck + " --report " + temp_dir() + "/stuck.json");
+  EXPECT_EQ(r.status, 3);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("rank 0 is stuck at op 0 'grads'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rank 1 is stuck"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("waiting for rank 2 that never joined"), std::string::npos) << r.err;
+  EXPECT_TRUE(read_file(temp_dir() + "/stuck.json").empty()) << "no report for a failed run";
+}
+
+TEST(Cli, BadInputGetsOneLineAndStatus2) {
+  expect_bad_input("run --no-such-option", "no-such-option");
+  expect_bad_input("frobnicate", "unknown command 'frobnicate'");
+  expect_bad_input("run --config /nonexistent/tessera.cfg", "/nonexistent/tessera.cfg");
+  expect_bad_input("run --job /nonexistent/job.yaml", "/nonexistent/job.yaml");
+  expect_bad_input("run --layers -3", "layers");
+  expect_bad_input("run --layers 0", "layers");
+  expect_bad_input("run --hidden abc", "hidden");
+  expect_bad_input("run --chunk-kib 0", "chunk-kib");
+  expect_bad_input("run --gpus -1", "gpus");
+  expect_bad_input("run --nvlink-bandwidth-gbps -5", "nvlink-bandwidth-gbps");
+  expect_bad_input("run --bucket-mb 0", "bucket-mb");
+  expect_bad_input("run --heads 7", "heads (7) must divide hidden (2048)");
+  expect_bad_input("run --global-batch 20", "global-batch (20)");
+  expect_bad_input("run --platform nowhere", "unknown platform 'nowhere'");
+  expect_bad_input("run --dtype fp7", "fp7");
+  expect_bad_input("run --report /nonexistent-dir/r.json --layers 1", "/nonexistent-dir/r.json");
+}
+
+TEST(Cli, UnreadableFileIsBadInput) {
+  if (geteuid() == 0) {
+    // root reads any file: a directory stands in for an unreadable file.
+    expect_bad_input("run --config " + temp_dir(), temp_dir());
+  } else {
+    const std::string path = write_file("secret.cfg", "layers = 2\n");
+    chmod(path.c_str(), 0);
+    expect_bad_input("run --config " + path, path);
+  }
+}
+
+TEST(Cli, MalformedConfigFilesNameFileLineAndKey) {
+  const std::string unknown = write_file("unknown.cfg", "layers = 2\nlayrs = 4\n");
+  expect_bad_input("run --config " + unknown, unknown + ":2: key 'layrs': unknown key");
+  const std::string no_eq = write_file("noeq.cfg", "# comment\nlayers 4\n");
+  expect_bad_input("run --config " + no_eq, no_eq + ":2: expected 'key = value'");
+  const std::string bad_value = write_file("badvalue.cfg", "hidden = 1024\n\nlayers = many\n");
+  expect_bad_input("run --config " + bad_value, bad_value + ":3: key 'layers'");
+  const std::string empty_value = write_file("empty.cfg", "layers =\n");
+  expect_bad_input("run --config " + empty_value, empty_value + ":1: key 'layers': missing value");
+}
+
+TEST(Cli, MalformedJobFilesNameFileLineAndKey) {
+  const std::string syntax = write_file("syntax.yaml", "ranks:\n  - ops: [ {kind: compute\n");
+  expect_bad_input("run --job " + syntax, syntax + ":");
+  const std::string unknown = write_file("unknown.yaml", "ranks:\n  - ops:\n      - {kind: compute, flops: 1, flopz: 2}\n");
+  expect_bad_input("run --job " + unknown, unknown + ":3: key 'ranks[0].ops[0].flopz': unknown key");
+  const std::string negative = write_file("neg.yaml", "ranks:\n  - ops:\n      - kind: compute\n        flops: -5\n");
+  expect_bad_input("run --job " + negative, negative + ":4: key 'ranks[0].ops[0].flops': must be non-negative");
+  const std::string zero = write_file("zero.yaml", "communicators: {w: [0, 1]}\nranks:\n  - ops: [{kind: allreduce, communicator: w, bytes: 0}]\n  - ops: [{kind: allreduce, communicator: w, bytes: 0}]\n");
+  expect_bad_input("run --job " + zero, "bytes': must be positive");
+  const std::string nocomm = write_file("nocomm.yaml", "ranks:\n  - ops: [{kind: allreduce, communicator: w, bytes: 8}]\n");
+  expect_bad_input("run --job " + nocomm, "unknown communicator 'w'");
+}
+
+}  // namespace

@@ -1,0 +1,131 @@
+// Small jobs with closed-form answers, built in code for scenario tests.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "platforms/platform.h"
+#include "sc_main/simulation.h"
+#include "workloads/program.h"
+
+namespace tessera::testing {
+
+// Builds one rank's program op by op.
+class ProgramBuilder {
+ public:
+  ProgramBuilder(workloads::Job& job, int rank) : job_(job) {
+    rank_.rank = rank;
+    program_ = std::make_shared<workloads::Program>();
+  }
+  uint16_t stream(const std::string& name) {
+    for (size_t i = 0; i < job_.stream_names.size(); ++i)
+      if (job_.stream_names[i] == name) return static_cast<uint16_t>(i);
+    job_.stream_names.push_back(name);
+    return static_cast<uint16_t>(job_.stream_names.size() - 1);
+  }
+  workloads::OpId compute(const std::string& name, const std::string& s, double flops,
+                          double bytes, std::vector<workloads::OpId> deps = {}) {
+    workloads::Op op;
+    op.kind = workloads::OpKind::Compute;
+    op.flops = flops;
+    op.bytes = bytes;
+    return add(name, s, op, deps);
+  }
+  workloads::OpId collective(const std::string& name, const std::string& s,
+                             workloads::CollectiveKind kind, int communicator, uint64_t bytes,
+                             std::vector<workloads::OpId> deps = {}) {
+    workloads::Op op;
+    op.kind = workloads::OpKind::Collective;
+    op.collective = kind;
+    op.message_bytes = bytes;
+    op.slot = slot(rank_.communicators, communicator);
+    return add(name, s, op, deps);
+  }
+  workloads::OpId p2p(bool send, const std::string& name, const std::string& s, int peer,
+                      uint64_t bytes, uint32_t tag, std::vector<workloads::OpId> deps = {}) {
+    workloads::Op op;
+    op.kind = send ? workloads::OpKind::Send : workloads::OpKind::Recv;
+    op.message_bytes = bytes;
+    op.tag = tag;
+    op.slot = slot(rank_.peers, peer);
+    return add(name, s, op, deps);
+  }
+  void finish() {
+    rank_.program = program_;
+    job_.ranks.push_back(rank_);
+  }
+
+ private:
+  static int slot(std::vector<int>& table, int value) {
+    for (size_t i = 0; i < table.size(); ++i)
+      if (table[i] == value) return static_cast<int>(i);
+    table.push_back(value);
+    return static_cast<int>(table.size() - 1);
+  }
+  workloads::OpId add(const std::string& name, const std::string& s, workloads::Op op,
+                      std::vector<workloads::OpId> deps) {
+    op.name = job_.intern(name);
+    op.stream = stream(s);
+    op.deps = std::move(deps);
+    program_->ops.push_back(op);
+    return static_cast<workloads::OpId>(program_->ops.size() - 1);
+  }
+  workloads::Job& job_;
+  workloads::Rank rank_;
+  std::shared_ptr<workloads::Program> program_;
+};
+
+// n ranks, each issuing one collective of `bytes` on a communicator of all ranks.
+inline workloads::Job one_collective(int n, workloads::CollectiveKind kind, uint64_t bytes) {
+  workloads::Job job;
+  workloads::Communicator all{"world", {}};
+  for (int r = 0; r < n; ++r) all.ranks.push_back(r);
+  job.communicators.push_back(all);
+  for (int r = 0; r < n; ++r) {
+    ProgramBuilder b(job, r);
+    b.collective("collective", "comm", kind, 0, bytes);
+    b.finish();
+  }
+  return job;
+}
+
+// A platform with an ideal fabric: no packet overhead, so B is the link bandwidth.
+inline platforms::PlatformConfig ideal_node(int gpus, double link_gbps = 450.0) {
+  platforms::PlatformConfig p = platforms::dgx_h100();
+  p.gpus = gpus;
+  p.gpu.nvlink_ports = 1;
+  p.gpu.nvlink_port_bandwidth_gbps = link_gbps;
+  p.nvlink.packet_overhead_bytes = 0;
+  return p;
+}
+
+inline nlohmann::json summarize(const app::SimulationResult& r) {
+  nlohmann::json j;
+  j["iteration_time_s"] = r.iteration_time_s;
+  j["deadlocked"] = r.deadlocked;
+  j["deadlock"] = r.deadlocked ? app::describe_deadlock(r) : "";
+  j["transactions"] = r.transactions;
+  for (const auto& rank : r.ranks) {
+    j["finish_s"].push_back(rank.finish_s);
+    j["sent"].push_back(rank.bytes_sent);
+    j["received"].push_back(rank.bytes_received);
+    j["compute_s"].push_back(rank.compute_s);
+    j["exposed_s"].push_back(rank.exposed_communication_s);
+    nlohmann::json spans = nlohmann::json::array();
+    for (const auto& s : rank.spans)
+      spans.push_back({{"op", s.op}, {"start", s.start.to_seconds()}, {"end", s.end.to_seconds()}});
+    j["spans"].push_back(spans);
+  }
+  uint64_t link_bytes = 0;
+  for (const auto& l : r.links) {
+    link_bytes += l.bytes;
+    j["link_bytes"][l.name] = l.bytes;
+  }
+  j["total_link_bytes"] = link_bytes;
+  return j;
+}
+
+}  // namespace tessera::testing
