@@ -26,8 +26,9 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 bench: build
-	@cmake --build $(BUILD) -j $(JOBS) --target tessera_bench
+	@cmake --build $(BUILD) -j $(JOBS) --target tessera_bench tessera_bench_compile
 	$(BUILD)/tests/bench/tessera_bench
+	$(BUILD)/tests/workloads/tessera_bench_compile
 
 clean:
 	rm -rf $(BUILD)

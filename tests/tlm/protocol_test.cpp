@@ -1,0 +1,79 @@
+// The protocol layer: link timing arithmetic, the payload pool, extension copies.
+#include <gtest/gtest.h>
+
+#include "tlm/extensions.h"
+#include "tlm/link_timing.h"
+#include "tlm/payload_pool.h"
+#include "tlm/sockets.h"
+
+namespace tessera::protocol {
+namespace {
+
+class ProtocolTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { set_time_resolution(); }
+};
+
+TEST_F(ProtocolTest, SerializationIsWireBytesOverBandwidthRoundedUpToAPicosecond) {
+  LinkTiming t;
+  t.bandwidth_bytes_per_s = 450e9;
+  t.packet_overhead_bytes = 16;
+  t.max_packet_payload_bytes = 256;
+  EXPECT_EQ(t.packets(1), 1u);
+  EXPECT_EQ(t.packets(256), 1u);
+  EXPECT_EQ(t.packets(257), 2u);
+  EXPECT_DOUBLE_EQ(t.wire_bytes(131072), 131072.0 + 512 * 16);
+  // 139264 bytes at 450 GB/s = 309.4755... ns -> 309476 ps
+  EXPECT_EQ(t.serialization(131072).value(), 309476u);
+  EXPECT_NEAR(t.effective_bandwidth(131072), 450e9 * 256 / 272, 1);
+  LinkTiming plain;
+  plain.bandwidth_bytes_per_s = 1e9;  // 1 byte per ns
+  EXPECT_EQ(plain.serialization(1000).value(), 1000000u);
+  EXPECT_EQ(plain.packets(123456), 1u);
+}
+
+TEST_F(ProtocolTest, PoolReusesPayloadsWithTheirExtensions) {
+  PayloadPool pool;
+  tlm::tlm_generic_payload* a = pool.acquire();
+  ASSERT_NE(a->get_extension<FabricTransfer>(), nullptr);
+  ASSERT_NE(a->get_extension<ComputeEvent>(), nullptr);
+  ASSERT_NE(a->get_extension<CollectiveEvent>(), nullptr);
+  fabric_transfer(*a).bytes = 42;
+  EXPECT_EQ(pool.in_use(), 1u);
+  a->release();  // reference count 0: back to the pool
+  EXPECT_EQ(pool.in_use(), 0u);
+  tlm::tlm_generic_payload* b = pool.acquire();
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(pool.created(), 1u);
+  EXPECT_NE(b->get_extension<FabricTransfer>(), nullptr);
+  tlm::tlm_generic_payload* c = pool.acquire();
+  EXPECT_NE(b, c);
+  EXPECT_EQ(pool.created(), 2u);
+  b->release();
+  c->release();
+}
+
+TEST_F(ProtocolTest, ExtensionsCloneAndCopy) {
+  FabricTransfer t;
+  t.source = 3;
+  t.destination = 5;
+  t.bytes = 4096;
+  t.flow = 77;
+  tlm::tlm_extension_base* clone = t.clone();
+  const auto& c = static_cast<const FabricTransfer&>(*clone);
+  EXPECT_EQ(c.source, 3u);
+  EXPECT_EQ(c.destination, 5u);
+  EXPECT_EQ(c.bytes, 4096u);
+  clone->free();
+  FabricTransfer other;
+  other.copy_from(t);
+  EXPECT_EQ(other.flow, 77u);
+  ComputeEvent e;
+  e.flops = 1e12;
+  ComputeEvent f;
+  f.copy_from(e);
+  EXPECT_EQ(f.flops, 1e12);
+}
+
+}  // namespace
+}  // namespace tessera::protocol
