@@ -1,6 +1,8 @@
 #include "workloads/program.h"
 
+#include <algorithm>
 #include <stdexcept>
+#include <unordered_map>
 #include <string>
 
 namespace tessera::workloads {
@@ -108,6 +110,13 @@ void validate(const Job& job) {
       if (r < 0 || r >= static_cast<int>(job.ranks.size()))
         fail("communicator " + comm.name + " names rank " + std::to_string(r));
   }
+  // Ranks share programs (a 1,024-GPU job has a few): each program's ops are checked once, and
+  // each rank only for the slots its program uses.
+  struct ProgramFacts {
+    std::vector<int> collective_slots;  // distinct communicator slots used
+    int max_peer_slot = -1;
+  };
+  std::unordered_map<const Program*, ProgramFacts> checked;
   for (size_t i = 0; i < job.ranks.size(); ++i) {
     const Rank& rank = job.ranks[i];
     const std::string where = "rank " + std::to_string(i);
@@ -119,28 +128,40 @@ void validate(const Job& job) {
     for (int p : rank.peers)
       if (p < 0 || p >= static_cast<int>(job.ranks.size()) || p == rank.rank)
         fail(where + " maps a slot to peer " + std::to_string(p));
+    auto [it, first_use] = checked.try_emplace(rank.program.get());
+    ProgramFacts& facts = it->second;
     const auto& ops = rank.program->ops;
-    for (size_t o = 0; o < ops.size(); ++o) {
-      const Op& op = ops[o];
-      const std::string at = where + " op " + std::to_string(o);
-      if (op.stream >= job.stream_names.size()) fail(at + " uses an unnamed stream");
-      if (op.name >= job.names.size()) fail(at + " has an unknown name");
-      for (OpId d : op.deps)
-        if (d >= o) fail(at + " depends on a later op " + std::to_string(d));
-      if (op.kind == OpKind::Collective) {
-        if (op.slot < 0 || op.slot >= static_cast<int>(rank.communicators.size()))
-          fail(at + " names communicator slot " + std::to_string(op.slot));
-        const Communicator& comm = job.communicators[rank.communicators[op.slot]];
-        bool member = false;
-        for (int r : comm.ranks) member |= (r == rank.rank);
-        if (!member) fail(at + " uses communicator " + comm.name + " without being a member");
+    if (first_use) {
+      std::vector<bool> slot_seen;
+      for (size_t o = 0; o < ops.size(); ++o) {
+        const Op& op = ops[o];
+        const std::string at = where + " op " + std::to_string(o);
+        if (op.stream >= job.stream_names.size()) fail(at + " uses an unnamed stream");
+        if (op.name >= job.names.size()) fail(at + " has an unknown name");
+        for (OpId d : op.deps)
+          if (d >= o) fail(at + " depends on a later op " + std::to_string(d));
+        if (op.kind == OpKind::Collective) {
+          if (op.slot < 0) fail(at + " names communicator slot " + std::to_string(op.slot));
+          if (static_cast<size_t>(op.slot) >= slot_seen.size()) slot_seen.resize(op.slot + 1, false);
+          if (!slot_seen[op.slot]) facts.collective_slots.push_back(op.slot);
+          slot_seen[op.slot] = true;
+        }
+        if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
+          if (op.slot < 0) fail(at + " names peer slot " + std::to_string(op.slot));
+          facts.max_peer_slot = std::max(facts.max_peer_slot, int(op.slot));
+          if (op.message_bytes == 0) fail(at + " moves zero bytes");
+        }
+        if (op.flops < 0 || op.bytes < 0) fail(at + " has negative work");
       }
-      if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
-        if (op.slot < 0 || op.slot >= static_cast<int>(rank.peers.size()))
-          fail(at + " names peer slot " + std::to_string(op.slot));
-        if (op.message_bytes == 0) fail(at + " moves zero bytes");
-      }
-      if (op.flops < 0 || op.bytes < 0) fail(at + " has negative work");
+    }
+    if (facts.max_peer_slot >= static_cast<int>(rank.peers.size()))
+      fail(where + " has a program that names peer slot " + std::to_string(facts.max_peer_slot));
+    for (int slot : facts.collective_slots) {
+      if (slot >= static_cast<int>(rank.communicators.size()))
+        fail(where + " has a program that names communicator slot " + std::to_string(slot));
+      const Communicator& comm = job.communicators[rank.communicators[slot]];
+      if (std::find(comm.ranks.begin(), comm.ranks.end(), rank.rank) == comm.ranks.end())
+        fail(where + " uses communicator " + comm.name + " without being a member");
     }
   }
 }
