@@ -17,7 +17,7 @@
 #include "sc_main/job_file.h"
 #include "sc_main/report.h"
 #include "sc_main/simulation.h"
-#include "workloads/data_parallel_gpt.h"
+#include "workloads/workload.h"
 
 namespace po = boost::program_options;
 
@@ -32,20 +32,20 @@ const char* kUsage =
     "commands:\n"
     "  run         simulate one training iteration (the default scenario without options)\n"
     "  platforms   list the built-in platforms\n"
+    "  models      list the model zoo\n"
     "\n"
     "options:\n"
     "  -h, --help  this help; 'tessera <command> --help' for a command's options\n"
     "  --version   print the version\n";
 
 struct RunSettings {
-  std::string config, report, trace, job, platform = "dgx-h100", dtype = "bf16";
+  std::string config, report, trace, job, platform = "dgx-h100";
   int64_t gpus = 0, nvswitches = 0, nvlink_ports = 0;
   double nvlink_bandwidth_gbps = 0, nvlink_latency_ns = -1, switch_latency_ns = -1;
   int64_t switch_buffer_kib = 0, packet_overhead_bytes = -1, max_packet_bytes = -1;
   double kernel_overhead_us = -1;
-  int64_t layers = 0, hidden = 0, heads = 0, ffn_hidden = 0, seq = 0, vocab = 0;
-  int64_t micro_batch = 0, global_batch = 0;
-  double bucket_mb = 25.0;
+  std::string model = "gpt3-1.3b", strategy_file;
+  bool allow_oom = false;
   int64_t chunk_kib = 128;
   double trace_bucket_us = 10.0;
   bool quiet = false;
@@ -73,19 +73,23 @@ po::options_description run_options(RunSettings& s) {
       ("packet-overhead-bytes", po::value(&s.packet_overhead_bytes), "header bytes per NVLink packet")
       ("max-packet-bytes", po::value(&s.max_packet_bytes), "payload bytes per NVLink packet")
       ("kernel-overhead-us", po::value(&s.kernel_overhead_us), "launch overhead per kernel, microseconds");
-  po::options_description workload("workload (data-parallel GPT unless --job is given)");
+  po::options_description workload("workload");
   workload.add_options()
-      ("job", po::value(&s.job), "run the per-rank programs of a job file (YAML/JSON) instead")
-      ("layers", po::value(&s.layers), "transformer layers (default 24)")
-      ("hidden", po::value(&s.hidden), "hidden size (default 2048)")
-      ("heads", po::value(&s.heads), "attention heads (default 16)")
-      ("ffn-hidden", po::value(&s.ffn_hidden), "MLP hidden size (default 4 x hidden)")
-      ("seq", po::value(&s.seq), "sequence length (default 2048)")
-      ("vocab", po::value(&s.vocab), "vocabulary size (default 51200)")
-      ("dtype", po::value(&s.dtype)->default_value("bf16"), "compute dtype: fp32, tf32, fp16, bf16, fp8")
-      ("micro-batch", po::value(&s.micro_batch), "samples per micro-batch per GPU (default 4)")
-      ("global-batch", po::value(&s.global_batch), "samples per iteration (default micro-batch x GPUs)")
-      ("bucket-mb", po::value(&s.bucket_mb)->default_value(25.0), "gradient all-reduce bucket, MiB");
+      ("model", po::value(&s.model)->default_value("gpt3-1.3b"), "model: a zoo name (see 'tessera models') or a YAML file")
+      ("strategy", po::value(&s.strategy_file), "strategy YAML file (the keys of the strategy options below; a strategy tree)")
+      ("job", po::value(&s.job), "run the per-rank programs of a job file (YAML/JSON) instead of a model")
+      ("allow-oom", po::bool_switch(&s.allow_oom), "simulate even when a rank needs more memory than its HBM");
+  po::options_description model("model overrides");
+  for (const workloads::OptionInfo& o : workloads::model_override_options())
+    model.add_options()(o.name.c_str(), po::value<std::string>(), o.help.c_str());
+  po::options_description strategy("strategy");
+  for (const workloads::OptionInfo& o : workloads::strategy_options()) {
+    if (o.is_switch)
+      strategy.add_options()(o.name.c_str(), po::value<std::string>()->implicit_value("true"), o.help.c_str());
+    else
+      strategy.add_options()(o.name.c_str(), po::value<std::string>(), o.help.c_str());
+  }
+  workload.add(model).add(strategy);
   po::options_description sim("simulation");
   sim.add_options()
       ("chunk-kib", po::value(&s.chunk_kib)->default_value(128), "fabric chunk size, KiB");
@@ -110,6 +114,26 @@ void require_readable_file(const std::string& path, const char* what) {
     throw InputError(path + ": cannot read " + what + " (it is a directory)");
   std::ifstream in(path);
   if (!in) throw InputError(path + ": cannot read " + what);
+}
+
+// Model and strategy values are text until the workload library reads them: check them here,
+// where the file and line are known.
+void check_workload_value(const std::string& key, const std::string& value,
+                          const std::string& path, int line) {
+  try {
+    for (const workloads::OptionInfo& o : workloads::model_override_options())
+      if (o.name == key) {
+        workloads::ModelOverrides scratch;
+        workloads::set_model_override(scratch, key, value);
+      }
+    for (const workloads::OptionInfo& o : workloads::strategy_options())
+      if (o.name == key) {
+        workloads::Strategy scratch;
+        workloads::set_strategy_option(scratch, key, value);
+      }
+  } catch (const workloads::InputError& e) {
+    throw input_error(path, line, key, e.what());
+  }
 }
 
 // Reads a config file of 'key = value' lines; names file, line and key on any problem.
@@ -146,6 +170,7 @@ void read_config_file(const std::string& path, const po::options_description& de
     if (value.empty() && option->semantic()->max_tokens() > 0)
       throw input_error(path, number, key, "missing value");
     keys.emplace_back(key, number);
+    check_workload_value(key, value, path, number);
     cleaned << key << "=" << value << "\n";
   }
   std::istringstream text(cleaned.str());
@@ -202,39 +227,32 @@ platforms::PlatformConfig build_platform(const RunSettings& s) {
   return p;
 }
 
-workloads::Job build_job(const RunSettings& s, const po::variables_map& vm,
+struct Workload {
+  workloads::Job job;
+  std::vector<workloads::MemoryBreakdown> memory;  // per rank; empty for a job file
+};
+
+Workload build_workload(const RunSettings& s, const po::variables_map& vm,
                         const platforms::PlatformConfig& p) {
   if (!s.job.empty()) {
     require_readable_file(s.job, "job file");
-    return load_job_file(s.job);
+    return {load_job_file(s.job), {}};
   }
-  workloads::GptConfig m;
-  // Options given on the command line or in the config file must be positive.
-  auto set = [&vm](int64_t v, int64_t& field, const char* option) {
-    if (!vm.count(option)) return;
-    if (v <= 0) throw InputError(std::string("--") + option + " must be positive, got " + std::to_string(v));
-    field = v;
-  };
-  set(s.layers, m.layers, "layers");
-  set(s.hidden, m.hidden, "hidden");
-  set(s.heads, m.heads, "heads");
-  set(s.ffn_hidden, m.ffn_hidden, "ffn-hidden");
-  set(s.seq, m.seq_length, "seq");
-  set(s.vocab, m.vocab, "vocab");
-  if (!workloads::parse_dtype(s.dtype, m.dtype))
-    throw InputError("--dtype '" + s.dtype + "' is unknown (fp32, tf32, fp16, bf16, fp8)");
-  workloads::DataParallelConfig d;
-  d.dp = p.gpus;
-  set(s.micro_batch, d.micro_batch, "micro-batch");
-  d.global_batch = d.micro_batch * d.dp;
-  set(s.global_batch, d.global_batch, "global-batch");
-  if (s.bucket_mb <= 0) throw InputError("--bucket-mb must be positive");
-  d.bucket_mb = s.bucket_mb;
-  try {
-    return workloads::build_data_parallel_gpt(m, d);
-  } catch (const std::invalid_argument& e) {
-    throw InputError(e.what());
+  workloads::ModelSpec model = workloads::load_model(s.model);
+  workloads::ModelOverrides overrides;
+  for (const workloads::OptionInfo& o : workloads::model_override_options())
+    if (vm.count(o.name)) workloads::set_model_override(overrides, o.name, vm[o.name].as<std::string>());
+  workloads::apply_overrides(model, overrides);
+  workloads::Strategy strategy = workloads::default_strategy(model);
+  if (!s.strategy_file.empty()) {
+    require_readable_file(s.strategy_file, "strategy file");
+    workloads::apply_strategy_file(strategy, s.strategy_file);
   }
+  for (const workloads::OptionInfo& o : workloads::strategy_options())
+    if (vm.count(o.name)) workloads::set_strategy_option(strategy, o.name, vm[o.name].as<std::string>());
+  workloads::CompiledJob compiled = workloads::compile(model, strategy, p.gpus);
+  if (!s.allow_oom) workloads::check_memory(compiled, p.gpu.hbm_capacity_gib * 1024.0 * 1024.0 * 1024.0);
+  return {std::move(compiled.job), std::move(compiled.memory)};
 }
 
 int command_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -262,7 +280,8 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
   platforms::PlatformConfig platform = build_platform(s);
   for (const std::string* output : {&s.report, &s.trace})
     if (!output->empty()) check_writable(*output);
-  workloads::Job job = build_job(s, vm, platform);
+  Workload workload = build_workload(s, vm, platform);
+  workloads::Job& job = workload.job;
   if (!s.job.empty() && vm.count("gpus") == 0) platform.gpus = static_cast<int>(job.ranks.size());
   if (static_cast<size_t>(platform.gpus) != job.ranks.size())
     throw InputError("the job has " + std::to_string(job.ranks.size()) + " ranks but --gpus is " +
@@ -284,12 +303,19 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
     return kDeadlock;
   }
   try {
-    if (!s.report.empty()) write_json_file(s.report, report_json(platform, job, result));
+    if (!s.report.empty()) write_json_file(s.report, report_json(platform, job, workload.memory, result));
     if (!s.trace.empty()) write_json_file(s.trace, trace_json(platform, job, result, s.trace_bucket_us));
   } catch (const std::runtime_error& e) {
     throw InputError(e.what());
   }
-  if (!s.quiet) print_summary(out, platform, job, result);
+  if (!s.quiet) print_summary(out, platform, job, workload.memory, result);
+  return kOk;
+}
+
+int command_models(std::ostream& out) {
+  for (const workloads::ZooEntry& m : workloads::list_models())
+    out << "  " << m.name << std::string(m.name.size() < 14 ? 14 - m.name.size() : 1, ' ')
+        << m.description << "\n";
   return kOk;
 }
 
@@ -317,10 +343,17 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     }
     if (command == "run") return command_run(rest, out, err);
     if (command == "platforms") return command_platforms(out);
+    if (command == "models") return command_models(out);
     throw InputError("unknown command '" + command + "' (try 'tessera --help')");
   } catch (const InputError& e) {
     err << "tessera: error: " << e.what() << "\n";
     return kBadInput;
+  } catch (const workloads::InputError& e) {
+    err << "tessera: error: " << e.what() << "\n";
+    return kBadInput;
+  } catch (const workloads::OutOfMemoryError& e) {
+    err << "tessera: error: " << e.what() << " (--allow-oom simulates anyway)\n";
+    return kOutOfMemory;
   } catch (const sc_core::sc_report& e) {
     err << "tessera: internal error: " << e.what() << "\n";
     return kInternalError;

@@ -41,6 +41,7 @@ std::string format(const char* fmt, double v) {
 }  // namespace
 
 ordered_json report_json(const platforms::PlatformConfig& platform, const workloads::Job& job,
+                         const std::vector<workloads::MemoryBreakdown>& memory,
                          const SimulationResult& r) {
   ordered_json j;
   j["platform"] = {{"name", platform.name},
@@ -62,8 +63,9 @@ ordered_json report_json(const platforms::PlatformConfig& platform, const worklo
   j["hardware_tflops_per_gpu"] = hardware_tflops_per_gpu(job, r);
   j["mfu"] = model_tflops_per_gpu(job, r) / peak_tflops(platform, job);
   ordered_json ranks = ordered_json::array();
+  constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
   for (const RankResult& rr : r.ranks) {
-    ranks.push_back({{"rank", rr.rank},
+    ordered_json rank = {{"rank", rr.rank},
                      {"finish_time_s", rr.finish_s},
                      {"compute_time_s", rr.compute_s},
                      {"exposed_communication_time_s", rr.exposed_communication_s},
@@ -71,7 +73,17 @@ ordered_json report_json(const platforms::PlatformConfig& platform, const worklo
                      {"idle_time_s", rr.idle_s},
                      {"ops", rr.ops},
                      {"bytes_sent", rr.bytes_sent},
-                     {"bytes_received", rr.bytes_received}});
+                     {"bytes_received", rr.bytes_received}};
+    if (static_cast<size_t>(rr.rank) < memory.size()) {
+      const workloads::MemoryBreakdown& m = memory[rr.rank];
+      rank["peak_memory_gib"] = m.peak / GiB;
+      rank["memory_gib"] = {{"parameters", m.params / GiB},
+                            {"gradients", m.grads / GiB},
+                            {"optimizer_states", m.optimizer / GiB},
+                            {"activations", m.activations / GiB},
+                            {"temporary", m.temporary / GiB}};
+    }
+    ranks.push_back(rank);
   }
   j["ranks"] = ranks;
   ordered_json links = ordered_json::array();
@@ -89,7 +101,9 @@ ordered_json report_json(const platforms::PlatformConfig& platform, const worklo
 }
 
 void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
-                   const workloads::Job& job, const SimulationResult& r) {
+                   const workloads::Job& job,
+                   const std::vector<workloads::MemoryBreakdown>& memory,
+                   const SimulationResult& r) {
   const double it = r.iteration_time_s;
   out << "tessera: " << job.info.model << " on " << platform.name << " (" << platform.gpus
       << " x " << platform.gpu.name << ")\n";
@@ -100,13 +114,16 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
   out << "  model TFLOP/s per GPU " << format("%.1f", model_tflops_per_gpu(job, r)) << " (MFU "
       << format("%.1f%%", 100.0 * model_tflops_per_gpu(job, r) / peak_tflops(platform, job))
       << ")\n";
-  out << "  per GPU                 compute   exposed comm   overlapped comm   idle\n";
+  out << "  per GPU                 compute   exposed comm   overlapped comm       idle   peak memory\n";
   for (const RankResult& rr : r.ranks) {
-    char line[160];
-    std::snprintf(line, sizeof line, "    gpu%-3d            %9.3f ms  %9.3f ms      %9.3f ms  %7.3f ms\n",
+    char line[200];
+    std::snprintf(line, sizeof line, "    gpu%-3d            %9.3f ms  %9.3f ms      %9.3f ms  %9.3f ms",
                   rr.rank, rr.compute_s * 1e3, rr.exposed_communication_s * 1e3,
                   rr.overlapped_communication_s * 1e3, rr.idle_s * 1e3);
     out << line;
+    if (static_cast<size_t>(rr.rank) < memory.size())
+      out << format("  %8.2f GiB", memory[rr.rank].peak / (1024.0 * 1024.0 * 1024.0));
+    out << "\n";
   }
   double busiest = 0;
   std::string busiest_name;

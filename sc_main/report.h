@@ -9,14 +9,20 @@
 
 #include "platforms/platform.h"
 #include "sc_main/simulation.h"
+#include "workloads/compiler.h"
 #include "workloads/program.h"
 
 namespace tessera::app {
 
+// `memory` is the per-rank memory breakdown of a compiled model (empty for a job file).
 nlohmann::ordered_json report_json(const platforms::PlatformConfig& platform,
-                                   const workloads::Job& job, const SimulationResult& result);
+                                   const workloads::Job& job,
+                                   const std::vector<workloads::MemoryBreakdown>& memory,
+                                   const SimulationResult& result);
 void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
-                   const workloads::Job& job, const SimulationResult& result);
+                   const workloads::Job& job,
+                   const std::vector<workloads::MemoryBreakdown>& memory,
+                   const SimulationResult& result);
 nlohmann::ordered_json trace_json(const platforms::PlatformConfig& platform,
                                   const workloads::Job& job, const SimulationResult& result,
                                   double bucket_us);

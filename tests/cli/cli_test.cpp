@@ -126,12 +126,38 @@ TEST(Cli, TraceHasATrackPerGpuStreamAndLinkCounters) {
   EXPECT_GT(counters, 16);
 }
 
-TEST(Cli, ConfigFileSetsOptions) {
-  const std::string cfg = write_file("ok.cfg", "# small model\nlayers = 2\nhidden=1024\n\nheads = 8\n");
-  const std::string rep = temp_dir() + "/cfg.json";
-  const Result r = tessera("run --config " + cfg + " --report " + rep);
+TEST(Cli, ConfigFileSetsOptionsLikeTheCommandLine) {
+  const std::string cfg = write_file("ok.cfg", "# small model\nlayers = 2\nhidden=1024\n\nheads = 8\ntp = 2\n");
+  const std::string from_file = temp_dir() + "/cfg.json", from_flags = temp_dir() + "/flags.json";
+  const Result r = tessera("run --config " + cfg + " --report " + from_file);
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(read_file(rep).find("gpt-l2-h1024"), std::string::npos);
+  ASSERT_EQ(tessera("run --layers 2 --hidden 1024 --heads 8 --tp 2 --report " + from_flags).status, 0);
+  EXPECT_EQ(read_file(from_file), read_file(from_flags));
+  const auto j = nlohmann::json::parse(read_file(from_file));
+  // The 2-layer model has far fewer FLOPs than the 24-layer default.
+  EXPECT_LT(j["workload"]["model_flops_per_iteration"].get<double>(), 1e14);
+}
+
+TEST(Cli, ModelsListsTheZooAndAModelRunsWithAHybridStrategy) {
+  const Result models = tessera("models");
+  ASSERT_EQ(models.status, 0);
+  for (const char* m : {"gpt3-175b", "llama3-8b", "mixtral-8x7b", "bert-large"})
+    EXPECT_NE(models.out.find(m), std::string::npos) << m;
+  const std::string rep = temp_dir() + "/hybrid.json";
+  const Result r = tessera("run --model gpt3-1.3b --layers 4 --tp 2 --pp 2 --global-batch 8 "
+                           "--sequence-parallel --report " + rep);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(read_file(rep));
+  EXPECT_GT(j["mfu"].get<double>(), 0.05);
+  EXPECT_LT(j["mfu"].get<double>(), 1.0);
+  EXPECT_GT(j["ranks"][0]["peak_memory_gib"].get<double>(), 0.1);
+}
+
+TEST(Cli, OutOfMemoryExitsWithStatus4UnlessAllowed) {
+  const Result r = tessera("run --model llama2-70b --tp 8");
+  EXPECT_EQ(r.status, 4) << r.err;
+  EXPECT_NE(r.err.find("out of memory on rank 0: needs"), std::string::npos) << r.err;
+  EXPECT_EQ(lines(r.err), 1);
 }
 
 TEST(Cli, JobFileRunsAndADeadlockExitsWithStatus3) {
@@ -179,6 +205,8 @@ TEST(Cli, BadInputGetsOneLineAndStatus2) {
   expect_bad_input("run --global-batch 20", "global-batch (20)");
   expect_bad_input("run --platform nowhere", "unknown platform 'nowhere'");
   expect_bad_input("run --dtype fp7", "fp7");
+  expect_bad_input("run --model no-such-model", "unknown model 'no-such-model'");
+  expect_bad_input("run --tp 3", "tp * pp * cp (3 * 1 * 1 = 3) does not divide the 8 GPUs");
   expect_bad_input("run --report /nonexistent-dir/r.json --layers 1", "/nonexistent-dir/r.json");
 }
 
