@@ -10,4 +10,14 @@ void set_time_resolution() {
   }
 }
 
+void spawn_method(const char* name, const sc_core::sc_event* trigger, std::function<void()> body) {
+  sc_core::sc_spawn_options options;
+  options.spawn_method();
+  if (trigger != nullptr) {
+    options.dont_initialize();
+    options.set_sensitivity(trigger);
+  }
+  sc_core::sc_spawn(std::move(body), name, &options);
+}
+
 }  // namespace tessera::protocol

@@ -2,6 +2,8 @@
 // of ports (one style throughout, see docs/architecture.md).
 #pragma once
 
+#include <functional>
+
 #include <tlm>
 #include <tlm_utils/peq_with_cb_and_phase.h>
 #include <tlm_utils/simple_initiator_socket.h>
@@ -21,5 +23,9 @@ DECLARE_EXTENDED_PHASE(ARRIVED);
 
 // Time resolution of every tessera simulation; set before any sc_time is made.
 void set_time_resolution();
+
+// Spawns a method process of the current module that runs `body` whenever `trigger` fires
+// (never at time zero), or once at time zero when `trigger` is null.
+void spawn_method(const char* name, const sc_core::sc_event* trigger, std::function<void()> body);
 
 }  // namespace tessera::protocol

@@ -38,11 +38,7 @@ CollectiveEngine::CollectiveEngine(sc_core::sc_module_name name, int rank,
     auto it = std::find(ranks.begin(), ranks.end(), rank);
     if (it != ranks.end()) position_[c] = static_cast<int>(it - ranks.begin());
   }
-  sc_core::sc_spawn_options options;
-  options.spawn_method();
-  options.dont_initialize();
-  options.set_sensitivity(&finished_event_);
-  sc_core::sc_spawn([this] { deliver_finished(); }, "complete", &options);
+  protocol::spawn_method("complete", &finished_event_, [this] { deliver_finished(); });
 }
 
 tlm::tlm_sync_enum CollectiveEngine::nb_transport_fw(tlm::tlm_generic_payload& gp,

@@ -15,9 +15,7 @@ CommandProcessor::CommandProcessor(sc_core::sc_module_name name, protocol::Paylo
   to_copy.register_nb_transport_bw(this, &CommandProcessor::nb_transport_bw);
   to_collectives.register_nb_transport_bw(this, &CommandProcessor::nb_transport_bw);
   // Runs once at time zero and issues the ops that wait for nothing.
-  sc_core::sc_spawn_options options;
-  options.spawn_method();
-  sc_core::sc_spawn([this] { begin(); }, "start", &options);
+  protocol::spawn_method("start", nullptr, [this] { begin(); });
 }
 
 void CommandProcessor::load(const workloads::Job& job, const workloads::Rank& rank,

@@ -12,11 +12,7 @@ ComputeEngine::ComputeEngine(sc_core::sc_module_name name, const GpuSpec& spec,
     : sc_module(name), socket("socket"), spec_(spec), hbm_(hbm), activity_(activity),
       copy_engine_(copy_engine), done_("done") {
   socket.register_nb_transport_fw(this, &ComputeEngine::nb_transport_fw);
-  sc_core::sc_spawn_options options;
-  options.spawn_method();
-  options.dont_initialize();
-  options.set_sensitivity(&done_);
-  sc_core::sc_spawn([this] { kernel_done(); }, "retire", &options);
+  protocol::spawn_method("retire", &done_, [this] { kernel_done(); });
 }
 
 sc_time ComputeEngine::kernel_time(const protocol::ComputeEvent& k) const {

@@ -62,11 +62,7 @@ EgressPort::EgressPort(sc_core::sc_module_name name, unsigned inputs)
     : sc_module(name), socket("socket"), queues_(inputs == 0 ? 1 : inputs),
       wire_free_("wire_free") {
   socket.register_nb_transport_bw(this, &EgressPort::nb_transport_bw);
-  sc_core::sc_spawn_options options;
-  options.spawn_method();
-  options.dont_initialize();
-  options.set_sensitivity(&wire_free_);
-  sc_core::sc_spawn([this] { serialization_done(); }, "arbiter", &options);
+  protocol::spawn_method("arbiter", &wire_free_, [this] { serialization_done(); });
 }
 
 void EgressPort::enqueue(unsigned input, tlm::tlm_generic_payload& gp, PacketSource& source) {
