@@ -22,14 +22,11 @@ double hardware_tflops_per_gpu(const workloads::Job& job, const SimulationResult
 }
 // MFU against the peak of the dtype most of the work runs in (the model's dtype).
 double peak_tflops(const platforms::PlatformConfig& p, const workloads::Job& job) {
-  workloads::DType dtype = workloads::DType::BF16;
   for (const auto& rank : job.ranks)
     for (const auto& op : rank.program->ops)
-      if (op.kind == workloads::OpKind::Compute && op.gemm.valid()) {
-        dtype = op.dtype;
-        return p.gpu.peak_tflops[static_cast<size_t>(dtype)];
-      }
-  return p.gpu.peak_tflops[static_cast<size_t>(dtype)];
+      if (op.kind == workloads::OpKind::Compute && op.gemm.valid())
+        return p.gpu.peak_tflops[static_cast<size_t>(op.dtype)];
+  return p.gpu.peak_tflops[static_cast<size_t>(workloads::DType::BF16)];
 }
 
 std::string format(const char* fmt, double v) {

@@ -58,7 +58,6 @@ struct SimulationResult {
   bool deadlocked = false;
   std::vector<StuckOp> stuck;
   uint64_t transactions = 0;   // fabric hop transactions (one chunk across one link)
-  uint64_t chunks_injected = 0;
   uint64_t payloads_created = 0;
   double wall_s = 0;
 };

@@ -5,6 +5,7 @@
 
 #include "tests/support/child_process.h"
 #include "tests/support/jobs.h"
+#include "tests/workloads/test_helpers.h"
 #include "workloads/workload.h"
 
 namespace tessera {
@@ -15,25 +16,9 @@ using workloads::Schedule;
 constexpr int64_t kLayers = 24;
 constexpr double kLayerSeconds = 1e-6;  // forward time of one layer for one sample
 
-// Identical weightless layers of 1 GFLOP forward per sample on a GPU of exactly 1000 TFLOP/s
-// with no kernel overhead, on a fabric so fast that activations move in about a picosecond.
-workloads::ModelSpec uniform_layers() {
-  workloads::ModelSpec m;
-  m.name = "uniform";
-  m.architecture = workloads::Architecture::Generic;
-  workloads::GenericLayer l;
-  l.name = "block";
-  l.kind = workloads::GenericLayer::Kind::Custom;
-  l.repeat = kLayers;
-  l.forward_flops = 1e9;
-  l.params = 0;
-  l.activation_bytes = 1024;
-  m.generic_layers = {l};
-  m.layers = kLayers;
-  m.seq_length = 1;
-  return m;
-}
-
+// Identical weightless layers of 1 GFLOP forward per sample (tests/workloads/test_helpers.h) on
+// a GPU of exactly 1000 TFLOP/s with no kernel overhead, on a fabric so fast that activations
+// move in about a picosecond.
 platforms::PlatformConfig instant_fabric(int gpus) {
   platforms::PlatformConfig p = testing::ideal_node(gpus, 1e6);
   p.nvlink.latency_ns = 0;
@@ -51,7 +36,7 @@ double simulated_iteration(Schedule schedule, int p, int v, int64_t m) {
   s.dp = 1;
   s.schedule = schedule;
   s.global_batch = m;
-  const workloads::CompiledJob compiled = workloads::compile(uniform_layers(), s);
+  const workloads::CompiledJob compiled = workloads::compile(workloads::testing::uniform_layers(kLayers, 1e9), s);
   const nlohmann::json r = testing::run_in_child([&] {
     return testing::summarize(app::simulate(instant_fabric(p), compiled.job, app::SimulationOptions{}));
   });

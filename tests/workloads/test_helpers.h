@@ -29,6 +29,25 @@ inline double megatron_model_flops(double B, double s, double l, double h, doubl
   return 72.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (12.0 * l * h));
 }
 
+// A generic model of identical weightless layers: `forward_flops` per sample forward (backward
+// twice that), 1 KiB of activations per layer, one token per sample.
+inline ModelSpec uniform_layers(int64_t layers, double forward_flops) {
+  ModelSpec m;
+  m.name = "uniform";
+  m.architecture = Architecture::Generic;
+  GenericLayer l;
+  l.name = "block";
+  l.kind = GenericLayer::Kind::Custom;
+  l.repeat = layers;
+  l.forward_flops = forward_flops;
+  l.params = 0;
+  l.activation_bytes = 1024;
+  m.generic_layers = {l};
+  m.layers = layers;
+  m.seq_length = 1;
+  return m;
+}
+
 inline bool near_rel(double a, double b, double rel = 1e-12) {
   return std::fabs(a - b) <= rel * std::max(std::fabs(a), std::fabs(b));
 }

@@ -10,24 +10,6 @@ using namespace tessera::workloads::testing;
 
 namespace {
 
-// A generic model of identical layers: forward X FLOPs per sample, backward 2X, no weights.
-ModelSpec uniform_layers(int64_t layers, double x) {
-  ModelSpec m;
-  m.name = "uniform";
-  m.architecture = Architecture::Generic;
-  GenericLayer l;
-  l.name = "block";
-  l.kind = GenericLayer::Kind::Custom;
-  l.repeat = layers;
-  l.forward_flops = x;
-  l.params = 0;
-  l.activation_bytes = 1024;
-  m.generic_layers = {l};
-  m.layers = layers;
-  m.seq_length = 1;
-  return m;
-}
-
 // Time = matmul FLOPs (one FLOP per time unit); communication and element-wise work are free.
 double flops_time(const Job&, const Rank&, const Op& op) {
   return op.kind == OpKind::Compute && op.matmul ? op.flops : 0.0;
