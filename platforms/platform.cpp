@@ -1,65 +1,45 @@
 #include "platforms/platform.h"
 
 #include <algorithm>
-#include <cmath>
 #include <stdexcept>
 
+#include "models/nic/nic.h"
+#include "models/switch/network_switch.h"
+#include "models/switch/nvswitch.h"
+#include "models/switch/pcie_switch.h"
+
 namespace tessera::platforms {
-
-double PlatformConfig::port_bandwidth() const {
-  return double(gpu.nvlink_ports / nvswitches) * gpu.nvlink_port_bandwidth_gbps * 1e9;
-}
-
-protocol::LinkTiming PlatformConfig::link_timing() const {
-  protocol::LinkTiming t;
-  t.bandwidth_bytes_per_s = port_bandwidth();
-  t.latency = sc_core::sc_time(nvlink.latency_ns, sc_core::SC_NS);
-  t.packet_overhead_bytes = nvlink.packet_overhead_bytes;
-  t.max_packet_payload_bytes = nvlink.max_packet_payload_bytes;
-  return t;
-}
-
-void PlatformConfig::validate() const {
-  auto positive = [](double v, const std::string& key) {
-    if (!(v > 0) || !std::isfinite(v))
-      throw std::invalid_argument(key + " must be positive, got " + std::to_string(v));
-  };
-  positive(gpus, "gpus");
-  positive(nvswitches, "nvswitches");
-  positive(gpu.nvlink_ports, "gpu.nvlink_ports");
-  positive(gpu.nvlink_port_bandwidth_gbps, "nvlink bandwidth");
-  positive(gpu.hbm_bandwidth_gbps, "gpu.hbm_bandwidth_gbps");
-  positive(gpu.hbm_capacity_gib, "gpu.hbm_capacity_gib");
-  positive(gpu.compute_efficiency, "gpu.compute_efficiency");
-  positive(gpu.hbm_efficiency, "gpu.hbm_efficiency");
-  for (double p : gpu.peak_tflops) positive(p, "gpu.peak_tflops");
-  if (gpu.compute_efficiency > 1 || gpu.hbm_efficiency > 1)
-    throw std::invalid_argument("efficiencies must not exceed 1");
-  if (nvlink.latency_ns < 0) throw std::invalid_argument("nvlink latency must not be negative");
-  if (switch_latency_ns < 0) throw std::invalid_argument("switch latency must not be negative");
-  if (gpu.kernel_overhead_us < 0)
-    throw std::invalid_argument("gpu.kernel_overhead_us must not be negative");
-  if (gpu.nvlink_ports % nvswitches != 0)
-    throw std::invalid_argument("nvswitches (" + std::to_string(nvswitches) +
-                                ") must divide the GPU's NVLink ports (" +
-                                std::to_string(gpu.nvlink_ports) + ")");
-  positive(double(switch_buffer_bytes), "switch buffer");
-  positive(double(gpu_buffer_bytes), "gpu buffer");
-}
 
 PlatformConfig dgx_h100() {
   PlatformConfig c;
   c.name = "dgx-h100";
-  c.description = "one DGX H100-like node: 8 H100-SXM5-80GB, 18 NVLink4 ports each (450 GB/s), NVSwitch";
-  c.gpu = models::GpuSpec{};  // H100-SXM5-80GB
-  c.gpus = 8;
+  c.description = "DGX H100-like nodes: 8 H100-SXM5-80GB, 4 NVSwitch gen3 (18 NVLink4 per GPU), "
+                  "PCIe gen5 switches, 8x 400 Gb/s NDR NICs, rail-optimized fat tree";
+  c.gpu = models::GpuSpec{};
+  NodeSpec& n = c.node;
+  n.gpus = 8;
+  n.nvlink.switches = 4;
+  n.nvlink.links_per_switch = {5, 4, 4, 5};
+  n.nvlink.link = {25.0, 150.0, 16, 256};
+  n.nvlink.switch_latency_ns = 100.0;
+  n.nvlink.in_switch_reduction = true;
+  n.pcie.switches = 4;
+  n.pcie.link = {64.0, 250.0, 24, 256};
+  n.pcie.host_link = {64.0, 250.0, 24, 256};
+  n.nics = {8, 400.0, 4096, 66, 1000.0, 500.0};
+  c.network.topology = Topology::RailOptimized;
+  c.network.tiers = 0;
+  c.network.radix = 64;
+  c.network.link = {50.0, 300.0, 0, 0};
+  c.network.switch_latency_ns = 200.0;
   return c;
 }
 
 PlatformConfig dgx_a100() {
-  PlatformConfig c;
+  PlatformConfig c = dgx_h100();
   c.name = "dgx-a100";
-  c.description = "one DGX A100-like node: 8 A100-SXM4-80GB, 12 NVLink3 ports each (300 GB/s), NVSwitch";
+  c.description = "DGX A100-like nodes: 8 A100-SXM4-80GB, 6 NVSwitch gen2 (12 NVLink3 per GPU), "
+                  "PCIe gen4 switches, 8x 200 Gb/s HDR NICs, rail-optimized fat tree";
   models::GpuSpec& g = c.gpu;
   g.name = "A100-SXM4-80GB";
   g.peak_tflops = {19.5, 156.0, 312.0, 312.0, 312.0};  // no fp8: runs at fp16 rate
@@ -70,9 +50,186 @@ PlatformConfig dgx_a100() {
   g.sm_count = 108;
   g.nvlink_ports = 12;
   g.nvlink_port_bandwidth_gbps = 25.0;
-  c.gpus = 8;
+  NodeSpec& n = c.node;
+  n.nvlink.switches = 6;
+  n.nvlink.links_per_switch = {2, 2, 2, 2, 2, 2};
+  n.nvlink.in_switch_reduction = false;
+  n.pcie.link = {32.0, 250.0, 24, 256};
+  n.pcie.host_link = {32.0, 250.0, 24, 256};
+  n.nics.line_rate_gbit_per_s = 200.0;
+  c.network.radix = 40;
+  c.network.link.bandwidth_gb_per_s = 25.0;
   return c;
 }
+
+struct Platform::NodeRouter : models::Router {
+  NodeRouter(const Routing& r, uint32_t n, uint32_t d) : routing(r), node(n), device(d) {}
+  unsigned route(protocol::FabricTransfer& t) const override {
+    return routing.node_next(node, device, t);
+  }
+  const Routing& routing;
+  uint32_t node, device;
+};
+
+struct Platform::NetworkRouter : models::Router {
+  NetworkRouter(const Routing& r, uint32_t d) : routing(r), device(d) {}
+  unsigned route(protocol::FabricTransfer& t) const override { return routing.network_next(device, t); }
+  const Routing& routing;
+  uint32_t device;
+};
+
+namespace {
+
+unsigned chunks_in(uint64_t bytes, uint64_t chunk) {
+  return static_cast<unsigned>(std::max<uint64_t>(1, bytes / chunk));
+}
+
+std::string module_name(const std::string& graph_name) {
+  std::string s = graph_name;
+  std::replace(s.begin(), s.end(), '.', '_');
+  std::replace(s.begin(), s.end(), '(', '_');
+  std::replace(s.begin(), s.end(), ')', '_');
+  std::replace(s.begin(), s.end(), ',', '_');
+  return s;
+}
+
+}  // namespace
+
+Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
+                   const workloads::Job& job, protocol::PayloadPool& pool,
+                   const models::CollectiveEngineConfig& collectives)
+    : sc_module(name), config_(config) {
+  config_.validate();
+  if (static_cast<size_t>(config_.gpu_count()) != job.ranks.size())
+    throw std::invalid_argument("the workload has " + std::to_string(job.ranks.size()) +
+                                " ranks but the platform has " +
+                                std::to_string(config_.gpu_count()) + " GPUs");
+  topology_ = std::make_unique<PlatformGraph>(generate_topology(config_));
+  routing_ = std::make_unique<Routing>(*topology_);
+  const NodeTemplate& nt = topology_->node;
+  const Graph& ng = nt.graph;
+  const Network& net = topology_->network;
+  const uint64_t chunk = std::max<uint64_t>(1, collectives.chunk_bytes);
+  const uint32_t nodes = topology_->nodes;
+
+  // Uplink ports of each template device (gateways only).
+  std::vector<uint32_t> uplinks(ng.devices.size(), 0);
+  for (size_t g = 0; g < nt.gateways.size(); ++g) uplinks[nt.gateways[g]] = nt.uplinks[g];
+
+  node_module_.assign(ng.devices.size(), 0);
+  for (uint32_t v = nt.gpus; v < ng.devices.size(); ++v) node_module_[v] = node_crossbars_++;
+  gpus_.reserve(topology_->gpu_count());
+  switches_.reserve(size_t(nodes) * node_crossbars_ + net.switches());
+
+  models::GpuConfig gpu_config;
+  gpu_config.spec = config_.gpu;
+  gpu_config.ingress_buffer_chunks = chunks_in(config_.gpu_buffer_bytes, chunk);
+  gpu_config.collectives = collectives;
+  for (uint32_t n = 0; n < nodes; ++n) {
+    for (uint32_t v = 0; v < nt.gpus; ++v) {
+      gpu_config.fabric_ports = ng.ports(v);
+      const int rank = static_cast<int>(n * nt.gpus + v);
+      gpus_.push_back(std::make_unique<models::Gpu>(("gpu" + std::to_string(rank)).c_str(), rank,
+                                                    gpu_config, job, pool));
+      node_routers_.emplace_back(*routing_, n, v);
+      gpus_.back()->set_router(node_routers_.back());
+    }
+    for (uint32_t v = nt.gpus; v < ng.devices.size(); ++v) {
+      const GraphDevice& d = ng.devices[v];
+      models::CrossbarConfig cc;
+      cc.ports = ng.ports(v) + uplinks[v];
+      cc.buffer_chunks = chunks_in(config_.switch_buffer_bytes, chunk);
+      cc.hop_latency = sc_core::sc_time(d.latency_ns, sc_core::SC_NS);
+      const std::string mname = "node" + std::to_string(n) + "_" + module_name(d.name);
+      std::unique_ptr<models::Crossbar> module;
+      switch (d.kind) {
+        case DeviceKind::NvSwitch: module = std::make_unique<models::NvSwitch>(mname.c_str(), cc); break;
+        case DeviceKind::Nic: {
+          models::NicConfig nc;
+          nc.crossbar = cc;
+          nc.network_port = ng.ports(v);
+          nc.message_overhead = sc_core::sc_time(config_.node.nics.message_overhead_ns, sc_core::SC_NS);
+          module = std::make_unique<models::Nic>(mname.c_str(), nc);
+          break;
+        }
+        default: module = std::make_unique<models::PcieSwitch>(mname.c_str(), cc); break;
+      }
+      node_routers_.emplace_back(*routing_, n, v);
+      module->set_router(node_routers_.back());
+      switches_.push_back(std::move(module));
+    }
+  }
+  for (uint32_t x = net.gateways; x < net.graph.devices.size(); ++x) {
+    const GraphDevice& d = net.graph.devices[x];
+    models::CrossbarConfig cc;
+    cc.ports = net.graph.ports(x);
+    cc.buffer_chunks = chunks_in(config_.network.switch_buffer_bytes, chunk);
+    cc.hop_latency = sc_core::sc_time(d.latency_ns, sc_core::SC_NS);
+    std::unique_ptr<models::Crossbar> module;
+    if (d.kind == DeviceKind::NvSwitch)
+      module = std::make_unique<models::NvSwitch>(module_name(d.name).c_str(), cc);
+    else
+      module = std::make_unique<models::NetworkSwitch>(module_name(d.name).c_str(), cc);
+    network_routers_.emplace_back(*routing_, x);
+    module->set_router(network_routers_.back());
+    switches_.push_back(std::move(module));
+  }
+
+  // Links inside every node.
+  links_.reserve(size_t(nodes) * ng.links.size() * 2 + net.graph.links.size() * 2);
+  for (uint32_t n = 0; n < nodes; ++n) {
+    const std::string prefix = "node" + std::to_string(n) + "_";
+    for (const GraphLink& l : ng.links) {
+      connect(egress(n, l.a, l.a_port), ingress(n, l.b, l.b_port),
+              prefix + module_name(ng.devices[l.a].name) + "_out" + std::to_string(l.a_port), l.timing, l.kind);
+      connect(egress(n, l.b, l.b_port), ingress(n, l.a, l.a_port),
+              prefix + module_name(ng.devices[l.b].name) + "_out" + std::to_string(l.b_port), l.timing, l.kind);
+    }
+  }
+  // The network: a device below net.gateways is gateway d of node d / per_node.
+  const uint32_t per_node = topology_->gateways_per_node();
+  auto net_egress = [&](uint32_t x, uint32_t port) -> models::EgressPort& {
+    if (x >= net.gateways) return switches_[size_t(nodes) * node_crossbars_ + x - net.gateways]->egress(port);
+    const uint32_t v = nt.gateways[x % per_node];
+    return egress(x / per_node, v, ng.ports(v) + port);
+  };
+  auto net_ingress = [&](uint32_t x, uint32_t port) -> models::IngressPort& {
+    if (x >= net.gateways) return switches_[size_t(nodes) * node_crossbars_ + x - net.gateways]->ingress(port);
+    const uint32_t v = nt.gateways[x % per_node];
+    return ingress(x / per_node, v, ng.ports(v) + port);
+  };
+  for (const GraphLink& l : net.graph.links) {
+    connect(net_egress(l.a, l.a_port), net_ingress(l.b, l.b_port),
+            module_name(net.graph.devices[l.a].name) + "_up" + std::to_string(l.a_port), l.timing, l.kind);
+    connect(net_egress(l.b, l.b_port), net_ingress(l.a, l.a_port),
+            module_name(net.graph.devices[l.b].name) + "_up" + std::to_string(l.b_port), l.timing, l.kind);
+  }
+}
+
+Platform::~Platform() = default;
+
+models::EgressPort& Platform::egress(uint32_t node, uint32_t device, uint32_t port) {
+  if (device < topology_->node.gpus) return gpus_[node * topology_->node.gpus + device]->egress(port);
+  return switches_[size_t(node) * node_crossbars_ + node_module_[device]]->egress(port);
+}
+
+models::IngressPort& Platform::ingress(uint32_t node, uint32_t device, uint32_t port) {
+  if (device < topology_->node.gpus) return gpus_[node * topology_->node.gpus + device]->ingress(port);
+  return switches_[size_t(node) * node_crossbars_ + node_module_[device]]->ingress(port);
+}
+
+void Platform::connect(models::EgressPort& from, models::IngressPort& to, const std::string& name,
+                       const protocol::LinkTiming& timing, LinkKind kind) {
+  links_.push_back(std::make_unique<models::Link>(name.c_str(), timing, link_kind_name(kind)));
+  models::Link& link = *links_.back();
+  from.socket.bind(link.in);
+  link.out.bind(to.socket);
+  from.attach(link);
+}
+
+}  // namespace tessera::platforms
+
+namespace tessera::platforms {
 
 std::vector<std::string> builtin_platforms() { return {"dgx-h100", "dgx-a100"}; }
 
@@ -80,57 +237,6 @@ PlatformConfig builtin_platform(const std::string& name) {
   if (name == "dgx-h100") return dgx_h100();
   if (name == "dgx-a100") return dgx_a100();
   throw std::invalid_argument("unknown platform '" + name + "' (known: dgx-h100, dgx-a100)");
-}
-
-Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
-                   const workloads::Job& job, protocol::PayloadPool& pool,
-                   const models::CollectiveEngineConfig& collectives)
-    : sc_module(name), config_(config) {
-  config_.validate();
-  if (static_cast<size_t>(config_.gpus) != job.ranks.size())
-    throw std::invalid_argument("the workload has " + std::to_string(job.ranks.size()) +
-                                " ranks but the platform has " + std::to_string(config_.gpus) +
-                                " GPUs");
-  const uint64_t chunk = std::max<uint64_t>(1, collectives.chunk_bytes);
-  auto chunks = [chunk](uint64_t bytes) {
-    return static_cast<unsigned>(std::max<uint64_t>(1, bytes / chunk));
-  };
-
-  models::GpuConfig gpu_config;
-  gpu_config.spec = config_.gpu;
-  gpu_config.fabric_ports = static_cast<unsigned>(config_.nvswitches);
-  gpu_config.ingress_buffer_chunks = chunks(config_.gpu_buffer_bytes);
-  gpu_config.collectives = collectives;
-  for (int r = 0; r < config_.gpus; ++r)
-    gpus_.push_back(std::make_unique<models::Gpu>(("gpu" + std::to_string(r)).c_str(), r,
-                                                  gpu_config, job, pool));
-
-  models::NvSwitchConfig switch_config;
-  switch_config.ports = static_cast<unsigned>(config_.gpus);
-  switch_config.buffer_chunks = chunks(config_.switch_buffer_bytes);
-  switch_config.hop_latency = sc_core::sc_time(config_.switch_latency_ns, sc_core::SC_NS);
-  const protocol::LinkTiming timing = config_.link_timing();
-  for (int s = 0; s < config_.nvswitches; ++s) {
-    auto sw = std::make_unique<models::NvSwitch>(("nvswitch" + std::to_string(s)).c_str(),
-                                                 switch_config);
-    for (int r = 0; r < config_.gpus; ++r) {
-      const std::string tag = std::to_string(s) + "_gpu" + std::to_string(r);
-      connect(gpus_[r]->egress(s), sw->ingress(r), "nvlink_up" + tag, timing);
-      connect(sw->egress(r), gpus_[r]->ingress(s), "nvlink_down" + tag, timing);
-      sw->set_route(static_cast<unsigned>(r), {static_cast<unsigned>(r)});
-    }
-    switches_.push_back(std::move(sw));
-  }
-}
-
-models::Link& Platform::connect(models::EgressPort& from, models::IngressPort& to,
-                                const std::string& name, const protocol::LinkTiming& timing) {
-  links_.push_back(std::make_unique<models::Link>(name.c_str(), timing, "nvlink"));
-  models::Link& link = *links_.back();
-  from.socket.bind(link.in);
-  link.out.bind(to.socket);
-  from.attach(link);
-  return link;
 }
 
 }  // namespace tessera::platforms

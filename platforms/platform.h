@@ -1,12 +1,10 @@
-// A platform: which GPUs, how many, and the fabric between them. The builder (Platform)
-// instantiates the SystemC modules, binds their sockets through links and fills the switches'
-// routing tables.
-//
-// The first platform kind is one node of GPUs on an NVSwitch fabric: every GPU has its NVLink
-// ports split evenly over `nvswitches` switch planes; each plane is one NvSwitch with a port per
-// GPU, and each GPU-to-plane port group is one link of (links per plane x per-link bandwidth).
+// The platform builder: generates the topology (topology.h) and its routes (routing.h) from a
+// PlatformConfig, instantiates a SystemC module for every device (GPU, NVSwitch, PCIe switch,
+// root complex, NIC, network switch), binds their ports through links, and gives every
+// forwarding module its router.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,39 +13,17 @@
 
 #include "models/gpu/gpu.h"
 #include "models/link/link.h"
-#include "models/switch/nvswitch.h"
-#include "tlm/link_timing.h"
+#include "models/switch/crossbar.h"
+#include "platforms/platform_config.h"
+#include "platforms/routing.h"
+#include "platforms/topology.h"
 #include "tlm/payload_pool.h"
 #include "workloads/program.h"
 
 namespace tessera::platforms {
 
-struct LinkConfig {
-  double latency_ns = 150.0;               // propagation and PHY latency, one direction
-  uint32_t packet_overhead_bytes = 16;     // header and CRC bytes per packet
-  uint32_t max_packet_payload_bytes = 256; // payload bytes per packet
-};
-
-struct PlatformConfig {
-  std::string name = "dgx-h100";
-  std::string description;
-  models::GpuSpec gpu;
-  int gpus = 8;
-  int nvswitches = 1;                  // switch planes
-  LinkConfig nvlink;
-  double switch_latency_ns = 100.0;    // crossbar pipeline latency per switch hop
-  uint64_t switch_buffer_bytes = 1 << 20;  // ingress buffer per switch port
-  uint64_t gpu_buffer_bytes = 1 << 20;     // receive buffer per GPU port
-
-  // Bandwidth of one GPU's port group into one plane, bytes/s per direction.
-  double port_bandwidth() const;
-  // The timing of a GPU <-> switch link.
-  protocol::LinkTiming link_timing() const;
-  // Throws std::invalid_argument naming the bad value.
-  void validate() const;
-};
-
-// The built-in platforms of the foundation.
+// Built-in descriptions (the platform files in platforms/ are the reference; these give the
+// tests and the defaults a platform without reading files).
 PlatformConfig dgx_h100();
 PlatformConfig dgx_a100();
 std::vector<std::string> builtin_platforms();
@@ -57,22 +33,36 @@ class Platform : public sc_core::sc_module {
  public:
   Platform(sc_core::sc_module_name name, const PlatformConfig& config, const workloads::Job& job,
            protocol::PayloadPool& pool, const models::CollectiveEngineConfig& collectives);
+  ~Platform() override;
 
   const PlatformConfig& config() const { return config_; }
+  const PlatformGraph& topology() const { return *topology_; }
+  const Routing& routing() const { return *routing_; }
   size_t gpu_count() const { return gpus_.size(); }
   models::Gpu& gpu(size_t rank) { return *gpus_[rank]; }
   const models::Gpu& gpu(size_t rank) const { return *gpus_[rank]; }
   const std::vector<std::unique_ptr<models::Link>>& links() const { return links_; }
-  const std::vector<std::unique_ptr<models::NvSwitch>>& switches() const { return switches_; }
+  const std::vector<std::unique_ptr<models::Crossbar>>& switches() const { return switches_; }
 
  private:
-  models::Link& connect(models::EgressPort& from, models::IngressPort& to, const std::string& name,
-                        const protocol::LinkTiming& timing);
+  struct NodeRouter;
+  struct NetworkRouter;
+  // The module of template device `device` in `node`, and its ports.
+  models::EgressPort& egress(uint32_t node, uint32_t device, uint32_t port);
+  models::IngressPort& ingress(uint32_t node, uint32_t device, uint32_t port);
+  void connect(models::EgressPort& from, models::IngressPort& to, const std::string& name,
+               const protocol::LinkTiming& timing, LinkKind kind);
 
   PlatformConfig config_;
+  std::unique_ptr<PlatformGraph> topology_;
+  std::unique_ptr<Routing> routing_;
   std::vector<std::unique_ptr<models::Gpu>> gpus_;
-  std::vector<std::unique_ptr<models::NvSwitch>> switches_;
+  std::vector<std::unique_ptr<models::Crossbar>> switches_;  // node devices, then network
+  std::vector<uint32_t> node_module_;   // template device -> index among a node's crossbars
+  uint32_t node_crossbars_ = 0;
   std::vector<std::unique_ptr<models::Link>> links_;
+  std::deque<NodeRouter> node_routers_;
+  std::deque<NetworkRouter> network_routers_;
 };
 
 }  // namespace tessera::platforms

@@ -40,9 +40,8 @@ const char* kUsage =
 
 struct RunSettings {
   std::string config, report, trace, job, platform = "dgx-h100";
-  int64_t gpus = 0, nvswitches = 0, nvlink_ports = 0;
-  double nvlink_bandwidth_gbps = 0, nvlink_latency_ns = -1, switch_latency_ns = -1;
-  int64_t switch_buffer_kib = 0, packet_overhead_bytes = -1, max_packet_bytes = -1;
+  int64_t gpus = 0, nodes = 0;
+  double nvlink_bandwidth_gbps = 0;
   double kernel_overhead_us = -1;
   std::string model = "gpt3-1.3b", strategy_file;
   bool allow_oom = false;
@@ -63,15 +62,9 @@ po::options_description run_options(RunSettings& s) {
   po::options_description platform("platform");
   platform.add_options()
       ("platform", po::value(&s.platform)->default_value("dgx-h100"), "built-in platform (see 'tessera platforms')")
-      ("gpus", po::value(&s.gpus), "number of GPUs (default: the platform's)")
-      ("nvswitches", po::value(&s.nvswitches), "NVSwitch planes; must divide the GPU's NVLink ports")
-      ("nvlink-ports", po::value(&s.nvlink_ports), "NVLink ports per GPU")
-      ("nvlink-bandwidth-gbps", po::value(&s.nvlink_bandwidth_gbps), "bandwidth per NVLink port per direction, GB/s")
-      ("nvlink-latency-ns", po::value(&s.nvlink_latency_ns), "NVLink latency, ns")
-      ("switch-latency-ns", po::value(&s.switch_latency_ns), "NVSwitch hop latency, ns")
-      ("switch-buffer-kib", po::value(&s.switch_buffer_kib), "ingress buffer per switch port, KiB")
-      ("packet-overhead-bytes", po::value(&s.packet_overhead_bytes), "header bytes per NVLink packet")
-      ("max-packet-bytes", po::value(&s.max_packet_bytes), "payload bytes per NVLink packet")
+      ("nodes", po::value(&s.nodes), "number of nodes (default: the platform's)")
+      ("gpus", po::value(&s.gpus), "GPUs per node (default: the platform's)")
+      ("nvlink-bandwidth-gbps", po::value(&s.nvlink_bandwidth_gbps), "bandwidth per NVLink per direction, GB/s")
       ("kernel-overhead-us", po::value(&s.kernel_overhead_us), "launch overhead per kernel, microseconds");
   po::options_description workload("workload");
   workload.add_options()
@@ -193,28 +186,10 @@ platforms::PlatformConfig build_platform(const RunSettings& s) {
   auto positive = [](double v, const char* option) {
     if (v <= 0) throw InputError(std::string("--") + option + " must be positive, got " + std::to_string(v));
   };
-  if (s.gpus != 0) positive(double(s.gpus), "gpus"), p.gpus = int(s.gpus);
-  if (s.nvswitches != 0) positive(double(s.nvswitches), "nvswitches"), p.nvswitches = int(s.nvswitches);
-  if (s.nvlink_ports != 0) positive(double(s.nvlink_ports), "nvlink-ports"), p.gpu.nvlink_ports = int(s.nvlink_ports);
+  if (s.nodes != 0) positive(double(s.nodes), "nodes"), p.nodes = int(s.nodes);
+  if (s.gpus != 0) positive(double(s.gpus), "gpus"), p.node.gpus = int(s.gpus);
   if (s.nvlink_bandwidth_gbps != 0)
-    positive(s.nvlink_bandwidth_gbps, "nvlink-bandwidth-gbps"), p.gpu.nvlink_port_bandwidth_gbps = s.nvlink_bandwidth_gbps;
-  if (s.nvlink_latency_ns != -1) {
-    if (s.nvlink_latency_ns < 0) throw InputError("--nvlink-latency-ns must not be negative");
-    p.nvlink.latency_ns = s.nvlink_latency_ns;
-  }
-  if (s.switch_latency_ns != -1) {
-    if (s.switch_latency_ns < 0) throw InputError("--switch-latency-ns must not be negative");
-    p.switch_latency_ns = s.switch_latency_ns;
-  }
-  if (s.switch_buffer_kib != 0) positive(double(s.switch_buffer_kib), "switch-buffer-kib"), p.switch_buffer_bytes = uint64_t(s.switch_buffer_kib) * 1024;
-  if (s.packet_overhead_bytes != -1) {
-    if (s.packet_overhead_bytes < 0) throw InputError("--packet-overhead-bytes must not be negative");
-    p.nvlink.packet_overhead_bytes = uint32_t(s.packet_overhead_bytes);
-  }
-  if (s.max_packet_bytes != -1) {
-    if (s.max_packet_bytes < 0) throw InputError("--max-packet-bytes must not be negative");
-    p.nvlink.max_packet_payload_bytes = uint32_t(s.max_packet_bytes);
-  }
+    positive(s.nvlink_bandwidth_gbps, "nvlink-bandwidth-gbps"), p.node.nvlink.link.bandwidth_gb_per_s = s.nvlink_bandwidth_gbps;
   if (s.kernel_overhead_us != -1) {
     if (s.kernel_overhead_us < 0) throw InputError("--kernel-overhead-us must not be negative");
     p.gpu.kernel_overhead_us = s.kernel_overhead_us;
@@ -250,7 +225,7 @@ Workload build_workload(const RunSettings& s, const po::variables_map& vm,
   }
   for (const workloads::OptionInfo& o : workloads::strategy_options())
     if (vm.count(o.name)) workloads::set_strategy_option(strategy, o.name, vm[o.name].as<std::string>());
-  workloads::CompiledJob compiled = workloads::compile(model, strategy, p.gpus);
+  workloads::CompiledJob compiled = workloads::compile(model, strategy, p.gpu_count());
   if (!s.allow_oom) workloads::check_memory(compiled, p.gpu.hbm_capacity_gib * 1024.0 * 1024.0 * 1024.0);
   return {std::move(compiled.job), std::move(compiled.memory)};
 }
@@ -282,10 +257,11 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
     if (!output->empty()) check_writable(*output);
   Workload workload = build_workload(s, vm, platform);
   workloads::Job& job = workload.job;
-  if (!s.job.empty() && vm.count("gpus") == 0) platform.gpus = static_cast<int>(job.ranks.size());
-  if (static_cast<size_t>(platform.gpus) != job.ranks.size())
-    throw InputError("the job has " + std::to_string(job.ranks.size()) + " ranks but --gpus is " +
-                     std::to_string(platform.gpus));
+  if (!s.job.empty() && vm.count("gpus") == 0 && vm.count("nodes") == 0 && platform.nodes == 1)
+    platform.node.gpus = static_cast<int>(job.ranks.size());
+  if (static_cast<size_t>(platform.gpu_count()) != job.ranks.size())
+    throw InputError("the job has " + std::to_string(job.ranks.size()) + " ranks but the platform has " +
+                     std::to_string(platform.gpu_count()) + " GPUs (--nodes x --gpus)");
   try {
     workloads::validate(job);
   } catch (const std::invalid_argument& e) {

@@ -43,9 +43,10 @@ ordered_json report_json(const platforms::PlatformConfig& platform, const worklo
   ordered_json j;
   j["platform"] = {{"name", platform.name},
                    {"gpu", platform.gpu.name},
-                   {"gpus", platform.gpus},
-                   {"nvswitches", platform.nvswitches},
-                   {"gpu_link_bandwidth_gb_per_s", platform.port_bandwidth() * platform.nvswitches / 1e9}};
+                   {"nodes", platform.nodes},
+                   {"gpus_per_node", platform.node.gpus},
+                   {"gpus", platform.gpu_count()},
+                   {"network", platforms::topology_name(platform.network.topology)}};
   j["workload"] = {{"model", job.info.model},
                    {"global_batch_samples", job.info.global_batch},
                    {"seq_length_tokens", job.info.seq_length},
@@ -102,7 +103,7 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
                    const std::vector<workloads::MemoryBreakdown>& memory,
                    const SimulationResult& r) {
   const double it = r.iteration_time_s;
-  out << "tessera: " << job.info.model << " on " << platform.name << " (" << platform.gpus
+  out << "tessera: " << job.info.model << " on " << platform.name << " (" << platform.gpu_count()
       << " x " << platform.gpu.name << ")\n";
   out << "  iteration time        " << format("%.3f ms", it * 1e3) << "\n";
   const double samples = it > 0 ? double(job.info.global_batch) / it : 0;
@@ -167,7 +168,7 @@ ordered_json trace_json(const platforms::PlatformConfig& platform, const workloa
                         {"args", args}});
     }
   }
-  const int fabric_pid = platform.gpus;
+  const int fabric_pid = platform.gpu_count();
   events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", fabric_pid},
                     {"args", {{"name", "links"}}}});
   for (const LinkResult& l : r.links) {

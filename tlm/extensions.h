@@ -73,6 +73,8 @@ struct FabricTransfer : tlm::tlm_extension<FabricTransfer> {
   uint64_t flow = 0;                  // collective instance or point-to-point message id
   uint32_t step = 0;                  // algorithm step the chunk belongs to
   uint32_t chunk = 0;                 // chunk index within the step
+  uint32_t gateway = 0;               // the gateway (NIC) a transfer between nodes leaves and
+                                      // arrives through: set by the source GPU's first hop
   TransferPurpose purpose = TransferPurpose::Collective;
 
   tlm::tlm_extension_base* clone() const override { return new FabricTransfer(*this); }

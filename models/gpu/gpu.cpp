@@ -21,16 +21,17 @@ Gpu::Gpu(sc_core::sc_module_name name, int rank, const GpuConfig& config,
   command_processor_->to_copy.bind(copy_->socket);
   command_processor_->to_collectives.bind(collectives_->socket);
   for (unsigned p = 0; p < config_.fabric_ports; ++p) {
-    egress_.push_back(std::make_unique<EgressPort>(("nvlink_out" + std::to_string(p)).c_str(), 1));
-    ingress_.push_back(std::make_unique<IngressPort>(("nvlink_in" + std::to_string(p)).c_str(),
+    egress_.push_back(std::make_unique<EgressPort>(("out" + std::to_string(p)).c_str(), 1));
+    ingress_.push_back(std::make_unique<IngressPort>(("in" + std::to_string(p)).c_str(),
                                                      *this, p, config_.ingress_buffer_chunks));
   }
 }
 
 void Gpu::inject(tlm::tlm_generic_payload& gp, PacketSource& source) {
-  const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
-  // Chunks are spread over the port groups (NCCL channels map to different NVLinks).
-  const unsigned port = egress_.size() == 1 ? 0 : (t.chunk + t.step) % egress_.size();
+  if (router_ == nullptr) throw std::logic_error(std::string(name()) + " has no router");
+  const unsigned port = router_->route(protocol::fabric_transfer(gp));
+  if (port >= egress_.size())
+    throw std::logic_error(std::string(name()) + ": route to port " + std::to_string(port));
   egress_[port]->enqueue(0, gp, source);
 }
 

@@ -14,12 +14,13 @@
 #include "models/gpu/gpu_spec.h"
 #include "models/link/fabric_port.h"
 #include "models/memory/hbm.h"
+#include "models/switch/crossbar.h"
 
 namespace tessera::models {
 
 struct GpuConfig {
   GpuSpec spec;
-  unsigned fabric_ports = 1;        // NVLink port groups (one per switch plane)
+  unsigned fabric_ports = 1;        // NVLink port groups (one per NVSwitch) and the PCIe port
   unsigned ingress_buffer_chunks = 8;
   CollectiveEngineConfig collectives;
 };
@@ -34,6 +35,8 @@ class Gpu : public sc_core::sc_module, public PacketSink, public FabricInjector 
   EgressPort& egress(unsigned port) { return *egress_[port]; }
   IngressPort& ingress(unsigned port) { return *ingress_[port]; }
   unsigned fabric_ports() const { return static_cast<unsigned>(egress_.size()); }
+  // Which port a chunk leaves through (the platform's routing).
+  void set_router(const Router& router) { router_ = &router; }
 
   CommandProcessor& command_processor() { return *command_processor_; }
   const CommandProcessor& command_processor() const { return *command_processor_; }
@@ -54,6 +57,7 @@ class Gpu : public sc_core::sc_module, public PacketSink, public FabricInjector 
   std::unique_ptr<ComputeEngine> copy_;
   std::unique_ptr<CollectiveEngine> collectives_;
   std::unique_ptr<CommandProcessor> command_processor_;
+  const Router* router_ = nullptr;
   std::vector<std::unique_ptr<EgressPort>> egress_;
   std::vector<std::unique_ptr<IngressPort>> ingress_;
 };

@@ -78,6 +78,9 @@ class EgressPort : public sc_core::sc_module {
   // Pipeline latency of the node in front of this port (a switch's crossbar), added to every
   // chunk's arrival time; it does not occupy the port.
   void set_hop_latency(sc_core::sc_time latency) { hop_latency_ = latency; }
+  // Fixed work per chunk that occupies the port besides serialization (a NIC's per-message
+  // processing).
+  void set_chunk_overhead(sc_core::sc_time overhead) { chunk_overhead_ = overhead; }
   const Link* link() const { return link_; }
 
   // Queues a chunk from `input`; `source` learns when it leaves.
@@ -101,6 +104,7 @@ class EgressPort : public sc_core::sc_module {
 
   const Link* link_ = nullptr;
   sc_core::sc_time hop_latency_;
+  sc_core::sc_time chunk_overhead_;
   std::vector<RingQueue<Waiting>> queues_;
   size_t queued_ = 0;
   unsigned next_input_ = 0;

@@ -17,7 +17,7 @@ using tessera::testing::run_in_child;
 void ring_allreduce(int gpus, uint64_t bytes, uint64_t chunk_bytes) {
   const nlohmann::json r = run_in_child([&] {
     tessera::platforms::PlatformConfig p = tessera::platforms::dgx_h100();
-    p.gpus = gpus;
+    p.node.gpus = gpus;
     tessera::app::SimulationOptions o;
     o.chunk_bytes = chunk_bytes;
     const auto job = tessera::testing::one_collective(gpus, tessera::workloads::CollectiveKind::AllReduce, bytes);

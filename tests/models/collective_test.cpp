@@ -26,7 +26,7 @@ nlohmann::json run(const platforms::PlatformConfig& p, const workloads::Job& job
 
 // The latency of one chunk's path GPU -> switch -> GPU beyond its serialization.
 double path_latency_s(const platforms::PlatformConfig& p) {
-  return (2 * p.nvlink.latency_ns + p.switch_latency_ns) * 1e-9;
+  return (2 * p.node.nvlink.link.latency_ns + p.node.nvlink.switch_latency_ns) * 1e-9;
 }
 
 struct RingCase {
@@ -86,8 +86,8 @@ TEST(RingCollectives, PacketOverheadLowersBandwidthByTheWireRatio) {
   const int n = 8;
   const uint64_t bytes = 512ull << 20;
   auto p = ideal_node(n, kLinkGBps);
-  p.nvlink.packet_overhead_bytes = 32;
-  p.nvlink.max_packet_payload_bytes = 256;
+  p.node.nvlink.link.packet_overhead_bytes = 32;
+  p.node.nvlink.link.max_packet_bytes = 256;
   const double B_eff = kLinkGBps * 1e9 * 256.0 / (256.0 + 32.0);
   const double expected = 2.0 * (n - 1) / n * double(bytes) / B_eff;
   const nlohmann::json r = run(p, one_collective(n, CollectiveKind::AllReduce, bytes));

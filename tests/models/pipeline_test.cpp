@@ -21,8 +21,8 @@ constexpr double kLayerSeconds = 1e-6;  // forward time of one layer for one sam
 // move in about a picosecond.
 platforms::PlatformConfig instant_fabric(int gpus) {
   platforms::PlatformConfig p = testing::ideal_node(gpus, 1e6);
-  p.nvlink.latency_ns = 0;
-  p.switch_latency_ns = 0;
+  p.node.nvlink.link.latency_ns = 0;
+  p.node.nvlink.switch_latency_ns = 0;
   p.gpu.kernel_overhead_us = 0;
   p.gpu.compute_efficiency = 1.0;
   p.gpu.peak_tflops = {1000, 1000, 1000, 1000, 1000};

@@ -93,12 +93,19 @@ inline workloads::Job one_collective(int n, workloads::CollectiveKind kind, uint
 }
 
 // A platform with an ideal fabric: no packet overhead, so B is the link bandwidth.
+// One node, one NVSwitch, one link of link_gbps per GPU, no NICs or network.
 inline platforms::PlatformConfig ideal_node(int gpus, double link_gbps = 450.0) {
   platforms::PlatformConfig p = platforms::dgx_h100();
-  p.gpus = gpus;
+  p.node.gpus = gpus;
   p.gpu.nvlink_ports = 1;
   p.gpu.nvlink_port_bandwidth_gbps = link_gbps;
-  p.nvlink.packet_overhead_bytes = 0;
+  p.node.nvlink.switches = 1;
+  p.node.nvlink.links_per_switch = {1};
+  p.node.nvlink.link.bandwidth_gb_per_s = link_gbps;
+  p.node.nvlink.link.packet_overhead_bytes = 0;
+  p.node.pcie.switches = 1;
+  p.node.nics.count = 0;
+  p.network.topology = platforms::Topology::None;
   return p;
 }
 

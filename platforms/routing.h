@@ -1,0 +1,82 @@
+// Deterministic shortest-path routing with ECMP, computed once per platform.
+//
+// A transfer from GPU s (node sn) to GPU d (node dn) travels in up to three legs:
+//  - same node: the node template's shortest path from s to d;
+//  - else: from s to a gateway of its node (one of the gateways nearest to s; the source GPU
+//    picks it and writes its index into the transfer), across the network to the gateway with
+//    the same index in node dn (rail alignment), and from there to d.
+// GPUs never forward (they are the ends of paths), and neither do gateways of other nodes.
+// Path cost counts hops, a PCIe hop as four (NVLink is preferred where it reaches). Where
+// several next hops are equally short, each is taken in proportion to its link's
+// bandwidth, chosen by a hash of the transfer (flow, step, chunk): ECMP.
+//
+// Tables scale with the platform's parts, not with GPUs x devices: the node template's table is
+// shared by every node; network switches keep one entry per group of gateways that hang off
+// the same switches, plus the gateways cabled to themselves.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "platforms/topology.h"
+#include "tlm/extensions.h"
+
+namespace tessera::platforms {
+
+// Weighted port lists, stored flat: list i is ports[begin[i] .. begin[i+1]).
+struct PortLists {
+  std::vector<uint32_t> begin{0};
+  std::vector<uint16_t> ports;
+  uint32_t add(const std::vector<uint16_t>& list);
+  uint32_t size(uint32_t list) const { return begin[list + 1] - begin[list]; }
+  uint16_t pick(uint32_t list, uint64_t hash) const {
+    const uint32_t n = size(list);
+    return ports[begin[list] + (n == 1 ? 0 : hash % n)];
+  }
+  static constexpr uint32_t kNone = 0xffffffffu;
+};
+
+class Routing {
+ public:
+  // Throws PlatformError when some gateway cannot reach another (an unroutable network).
+  explicit Routing(const PlatformGraph& topology);
+
+  const PlatformGraph& topology() const { return topology_; }
+
+  // The output port of node device `device` (template index) in `node` for transfer `t`.
+  // Ports from node_ports(device) on are the gateway's uplinks. The source GPU's first call
+  // also picks the gateway (t.gateway) for transfers that leave the node.
+  uint32_t node_next(uint32_t node, uint32_t device, protocol::FabricTransfer& t) const;
+  // The output port of network device `device` (a network switch) for transfer `t`.
+  uint32_t network_next(uint32_t device, const protocol::FabricTransfer& t) const;
+
+  // Consecutive chunks take consecutive entries of a weighted list, so a transfer's chunks
+  // spread over equal-cost ports exactly in proportion to their bandwidth.
+  static uint64_t hash(const protocol::FabricTransfer& t) {
+    return t.chunk + uint64_t(t.step) * 7 + t.flow * 13;
+  }
+
+ private:
+  uint32_t node_target(uint32_t node, const protocol::FabricTransfer& t) const;
+  uint32_t gateway_uplink(uint32_t gateway_device, uint32_t destination_gateway, uint64_t h) const;
+  void build_node_tables();
+  void build_network_tables();
+
+  const PlatformGraph& topology_;
+  uint32_t node_targets_ = 0;      // GPUs, then gateways
+  PortLists node_lists_;
+  std::vector<uint32_t> node_table_;     // device * node_targets_ + target -> list
+  std::vector<uint32_t> gateway_choice_; // per GPU: list of gateway indices (into node_lists_)
+  std::vector<int32_t> gateway_index_;   // template device -> gateway index, or -1
+
+  PortLists net_lists_;
+  uint32_t keys_ = 0;
+  std::vector<uint32_t> key_of_;         // global gateway -> key (the set of switches it hangs off)
+  std::vector<uint32_t> switch_table_;   // (switch - gateways) * keys_ + key -> list
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> direct_;  // per switch: (gateway, list)
+  std::vector<uint32_t> uplink_table_;   // per gateway with several uplinks: row into uplink_rows_
+  std::vector<uint32_t> uplink_rows_;    // row * keys_ + key -> list
+};
+
+}  // namespace tessera::platforms
