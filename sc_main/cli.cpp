@@ -14,7 +14,9 @@
 #include <systemc>
 
 #include "sc_main/input_error.h"
+#include "sc_main/describe_command.h"
 #include "sc_main/job_file.h"
+#include "sc_main/platform_options.h"
 #include "sc_main/report.h"
 #include "sc_main/simulation.h"
 #include "workloads/workload.h"
@@ -32,6 +34,7 @@ const char* kUsage =
     "commands:\n"
     "  run         simulate one training iteration (the default scenario without options)\n"
     "  platforms   list the built-in platforms\n"
+    "  describe    a platform's modules, links, bisection bandwidth and a route between two GPUs\n"
     "  models      list the model zoo\n"
     "\n"
     "options:\n"
@@ -39,10 +42,8 @@ const char* kUsage =
     "  --version   print the version\n";
 
 struct RunSettings {
-  std::string config, report, trace, job, platform = "dgx-h100";
-  int64_t gpus = 0, nodes = 0;
-  double nvlink_bandwidth_gbps = 0;
-  double kernel_overhead_us = -1;
+  std::string config, report, trace, job;
+  PlatformSettings platform;
   std::string model = "gpt3-1.3b", strategy_file;
   bool allow_oom = false;
   int64_t chunk_kib = 128;
@@ -59,13 +60,7 @@ po::options_description run_options(RunSettings& s) {
       ("trace", po::value(&s.trace), "write a Chrome/Perfetto trace to FILE")
       ("trace-bucket-us", po::value(&s.trace_bucket_us)->default_value(10.0), "link counter resolution in the trace, microseconds")
       ("quiet,q", po::bool_switch(&s.quiet), "no summary on stdout");
-  po::options_description platform("platform");
-  platform.add_options()
-      ("platform", po::value(&s.platform)->default_value("dgx-h100"), "built-in platform (see 'tessera platforms')")
-      ("nodes", po::value(&s.nodes), "number of nodes (default: the platform's)")
-      ("gpus", po::value(&s.gpus), "GPUs per node (default: the platform's)")
-      ("nvlink-bandwidth-gbps", po::value(&s.nvlink_bandwidth_gbps), "bandwidth per NVLink per direction, GB/s")
-      ("kernel-overhead-us", po::value(&s.kernel_overhead_us), "launch overhead per kernel, microseconds");
+  po::options_description platform = platform_options(s.platform);
   po::options_description workload("workload");
   workload.add_options()
       ("model", po::value(&s.model)->default_value("gpt3-1.3b"), "model: a zoo name (see 'tessera models') or a YAML file")
@@ -181,27 +176,6 @@ void read_config_file(const std::string& path, const po::options_description& de
   }
 }
 
-platforms::PlatformConfig build_platform(const RunSettings& s) {
-  platforms::PlatformConfig p = platforms::builtin_platform(s.platform);
-  auto positive = [](double v, const char* option) {
-    if (v <= 0) throw InputError(std::string("--") + option + " must be positive, got " + std::to_string(v));
-  };
-  if (s.nodes != 0) positive(double(s.nodes), "nodes"), p.nodes = int(s.nodes);
-  if (s.gpus != 0) positive(double(s.gpus), "gpus"), p.node.gpus = int(s.gpus);
-  if (s.nvlink_bandwidth_gbps != 0)
-    positive(s.nvlink_bandwidth_gbps, "nvlink-bandwidth-gbps"), p.node.nvlink.link.bandwidth_gb_per_s = s.nvlink_bandwidth_gbps;
-  if (s.kernel_overhead_us != -1) {
-    if (s.kernel_overhead_us < 0) throw InputError("--kernel-overhead-us must not be negative");
-    p.gpu.kernel_overhead_us = s.kernel_overhead_us;
-  }
-  try {
-    p.validate();
-  } catch (const std::invalid_argument& e) {
-    throw InputError(std::string("platform ") + p.name + ": " + e.what());
-  }
-  return p;
-}
-
 struct Workload {
   workloads::Job job;
   std::vector<workloads::MemoryBreakdown> memory;  // per rank; empty for a job file
@@ -252,7 +226,7 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
   if (s.chunk_kib <= 0) throw InputError("--chunk-kib must be positive, got " + std::to_string(s.chunk_kib));
   if (s.trace_bucket_us <= 0) throw InputError("--trace-bucket-us must be positive");
 
-  platforms::PlatformConfig platform = build_platform(s);
+  platforms::PlatformConfig platform = build_platform(s.platform);
   for (const std::string* output : {&s.report, &s.trace})
     if (!output->empty()) check_writable(*output);
   Workload workload = build_workload(s, vm, platform);
@@ -319,6 +293,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     }
     if (command == "run") return command_run(rest, out, err);
     if (command == "platforms") return command_platforms(out);
+    if (command == "describe") return command_describe(rest, out);
     if (command == "models") return command_models(out);
     throw InputError("unknown command '" + command + "' (try 'tessera --help')");
   } catch (const InputError& e) {

@@ -1,0 +1,26 @@
+// The platform options every command shares (--platform, --nodes, --gpus, --set ...), and the
+// platform they describe, checked: a bad value is an InputError naming the option or key.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "platforms/platform_config.h"
+
+namespace tessera::app {
+
+struct PlatformSettings {
+  std::string platform = "dgx-h100";
+  int64_t nodes = 0, gpus = 0;
+  double nvlink_bandwidth_gbps = 0, kernel_overhead_us = -1;
+};
+
+boost::program_options::options_description platform_options(PlatformSettings& s);
+
+// The platform with the command line's changes, validated, its topology generated and routed
+// once (so an unbuildable or unroutable platform fails here, before any simulation).
+platforms::PlatformConfig build_platform(const PlatformSettings& s);
+
+}  // namespace tessera::app
