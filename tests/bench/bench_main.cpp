@@ -7,6 +7,11 @@
 
 #include <systemc>
 
+#include <sys/resource.h>
+
+#include <chrono>
+#include <memory>
+
 #include "tests/support/child_process.h"
 #include "tests/support/jobs.h"
 
@@ -39,6 +44,45 @@ void ring_allreduce(int gpus, uint64_t bytes, uint64_t chunk_bytes) {
               2.0 * (gpus - 1) / gpus * double(bytes) / r["simulated_s"].get<double>() / 1e9);
 }
 
+long peak_rss_mib() {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss / 1024;
+}
+
+// Generating, routing and instantiating a dgx-h100 rail-optimized fat tree of `nodes` nodes
+// (every GPU runs one tiny kernel, so the command processors have a program).
+void build_cluster(int nodes) {
+  const nlohmann::json r = run_in_child([&] {
+    tessera::platforms::PlatformConfig p = tessera::platforms::dgx_h100();
+    p.nodes = nodes;
+    tessera::workloads::Job job;
+    auto program = std::make_shared<tessera::workloads::Program>();
+    tessera::workloads::Op op;
+    op.kind = tessera::workloads::OpKind::Compute;
+    op.flops = 1e6;
+    program->ops.push_back(op);
+    for (int r = 0; r < p.gpu_count(); ++r) job.ranks.push_back({r, program, {}, {}});
+    const auto start = std::chrono::steady_clock::now();
+    const tessera::platforms::PlatformGraph graph = tessera::platforms::generate_topology(p);
+    const tessera::platforms::Routing routing(graph);
+    const double route_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    tessera::protocol::PayloadPool pool;
+    tessera::platforms::Platform platform("platform", p, job, pool, tessera::models::CollectiveEngineConfig{});
+    const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return nlohmann::json{{"route_s", route_s}, {"build_s", build_s}, {"rss_mib", peak_rss_mib()},
+                          {"links", platform.links().size()}, {"switches", platform.switches().size()}};
+  });
+  if (r.contains("error")) {
+    std::printf("error: %s\n", r["error"].get<std::string>().c_str());
+    std::exit(1);
+  }
+  std::printf("dgx-h100 rail-optimized fat tree, %d nodes (%d GPUs): topology and routes %.2f s, "
+              "with SystemC modules %.2f s (%zu switching modules, %zu one-way links), peak RSS %ld MiB\n",
+              nodes, nodes * 8, r["route_s"].get<double>(), r["build_s"].get<double>(),
+              r["switches"].get<size_t>(), r["links"].get<size_t>(), r["rss_mib"].get<long>());
+}
+
 }  // namespace
 
 int sc_main(int, char*[]) { return 0; }
@@ -48,5 +92,6 @@ int main() {
   std::printf("tessera benchmark (packet mode, one core)\n");
   ring_allreduce(8, 1ull << 30, 128 * 1024);
   ring_allreduce(8, 1ull << 30, 16 * 1024);
+  build_cluster(2048);
   return 0;
 }
