@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -160,6 +161,41 @@ TEST(Topology, NamesAreTheFileSpellings) {
                                                          "torus", "dragonfly", "nvlink-network",
                                                          "links"}));
   EXPECT_STREQ(topology_name(Topology::LinkList), "links");
+}
+
+TEST(Docs, EveryExamplePlatformInDocsLoads) {
+  // docs/platforms.md: every ```yaml block with a top-level `gpu:` is a complete platform.
+  std::ifstream doc(std::string(TESSERA_SOURCE_DIR) + "/docs/platforms.md");
+  ASSERT_TRUE(doc.good());
+  std::string line, block;
+  bool in_yaml = false;
+  int examples = 0;
+  while (std::getline(doc, line)) {
+    if (line == "```yaml") {
+      in_yaml = true;
+      block.clear();
+    } else if (in_yaml && line == "```") {
+      in_yaml = false;
+      if (block.rfind("gpu:", 0) != 0 && block.find("\ngpu:") == std::string::npos) continue;
+      const std::string path = ::testing::TempDir() + "/doc-example.yaml";
+      std::ofstream(path) << block;
+      SCOPED_TRACE(block.substr(0, block.find('\n')));
+      EXPECT_NO_THROW(load_platform_file(path));
+      ++examples;
+    } else if (in_yaml) {
+      block += line + "\n";
+    }
+  }
+  EXPECT_EQ(examples, 5);
+}
+
+TEST(Docs, OneLinePlatformIsValid) {
+  const std::string path = ::testing::TempDir() + "/one-line.yaml";
+  std::ofstream(path) << "gpu: H100-SXM5-80GB\n";
+  const PlatformConfig c = load_platform_file(path);
+  EXPECT_EQ(c.gpu_count(), 8);
+  EXPECT_EQ(c.node.nvlink.switches, 0);
+  EXPECT_EQ(c.network.topology, Topology::None);
 }
 
 TEST(LinkList, ReadsLinksWithTheirLinesAndDefaults) {
