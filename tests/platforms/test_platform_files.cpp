@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -99,6 +101,22 @@ TEST(ShippedPlatforms, MultiNodeTopologies) {
 TEST(ShippedPlatforms, LoadsByPathToo) {
   const PlatformConfig c = load_platform(platform_directory() + "/dgx-a100.yaml");
   EXPECT_EQ(c.name, "dgx-a100");
+}
+
+TEST(ShippedPlatforms, EnvironmentNamesAnotherFolder) {
+  // $TESSERA_PLATFORMS: its platforms are the shipped ones; GPU types still resolve from the
+  // source tree when the folder has no gpus/.
+  const std::string dir = ::testing::TempDir() + "/tessera-platforms-env";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/lab.yaml") << "description: the lab's box\ngpu: A100-SXM4-80GB\n";
+  setenv("TESSERA_PLATFORMS", dir.c_str(), 1);
+  const std::vector<PlatformInfo> listed = list_platforms();
+  const PlatformConfig c = load_platform("lab");
+  unsetenv("TESSERA_PLATFORMS");
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].name, "lab");
+  EXPECT_EQ(listed[0].description, "the lab's box");
+  EXPECT_EQ(c.gpu.name, "A100-SXM4-80GB");
 }
 
 TEST(GpuTypes, EveryOneLoads) {
