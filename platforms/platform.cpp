@@ -10,58 +10,6 @@
 
 namespace tessera::platforms {
 
-PlatformConfig dgx_h100() {
-  PlatformConfig c;
-  c.name = "dgx-h100";
-  c.description = "DGX H100-like nodes: 8 H100-SXM5-80GB, 4 NVSwitch gen3 (18 NVLink4 per GPU), "
-                  "PCIe gen5 switches, 8x 400 Gb/s NDR NICs, rail-optimized fat tree";
-  c.gpu = models::GpuSpec{};
-  NodeSpec& n = c.node;
-  n.gpus = 8;
-  n.nvlink.switches = 4;
-  n.nvlink.links_per_switch = {5, 4, 4, 5};
-  n.nvlink.link = {25.0, 150.0, 16, 256};
-  n.nvlink.switch_latency_ns = 100.0;
-  n.nvlink.in_switch_reduction = true;
-  n.pcie.switches = 4;
-  n.pcie.link = {64.0, 250.0, 24, 256};
-  n.pcie.host_link = {64.0, 250.0, 24, 256};
-  n.nics = {8, 400.0, 4096, 66, 1000.0, 500.0};
-  c.network.topology = Topology::RailOptimized;
-  c.network.tiers = 0;
-  c.network.radix = 64;
-  c.network.link = {50.0, 300.0, 0, 0};
-  c.network.switch_latency_ns = 200.0;
-  return c;
-}
-
-PlatformConfig dgx_a100() {
-  PlatformConfig c = dgx_h100();
-  c.name = "dgx-a100";
-  c.description = "DGX A100-like nodes: 8 A100-SXM4-80GB, 6 NVSwitch gen2 (12 NVLink3 per GPU), "
-                  "PCIe gen4 switches, 8x 200 Gb/s HDR NICs, rail-optimized fat tree";
-  models::GpuSpec& g = c.gpu;
-  g.name = "A100-SXM4-80GB";
-  g.peak_tflops = {19.5, 156.0, 312.0, 312.0, 312.0};  // no fp8: runs at fp16 rate
-  g.compute_efficiency = 271.2 / 312.0;  // best achievable matmul (ml-engineering MAMF)
-  g.hbm_capacity_gib = 80.0;
-  g.hbm_bandwidth_gbps = 2039.0;
-  g.hbm_efficiency = 1700.0 / 2039.0;    // STREAM triad 1.70 TB/s
-  g.sm_count = 108;
-  g.nvlink_ports = 12;
-  g.nvlink_port_bandwidth_gbps = 25.0;
-  NodeSpec& n = c.node;
-  n.nvlink.switches = 6;
-  n.nvlink.links_per_switch = {2, 2, 2, 2, 2, 2};
-  n.nvlink.in_switch_reduction = false;
-  n.pcie.link = {32.0, 250.0, 24, 256};
-  n.pcie.host_link = {32.0, 250.0, 24, 256};
-  n.nics.line_rate_gbit_per_s = 200.0;
-  c.network.radix = 40;
-  c.network.link.bandwidth_gb_per_s = 25.0;
-  return c;
-}
-
 struct Platform::NodeRouter : models::Router {
   NodeRouter(const Routing& r, uint32_t n, uint32_t d) : routing(r), node(n), device(d) {}
   unsigned route(protocol::FabricTransfer& t) const override {
@@ -225,18 +173,6 @@ void Platform::connect(models::EgressPort& from, models::IngressPort& to, const 
   from.socket.bind(link.in);
   link.out.bind(to.socket);
   from.attach(link);
-}
-
-}  // namespace tessera::platforms
-
-namespace tessera::platforms {
-
-std::vector<std::string> builtin_platforms() { return {"dgx-h100", "dgx-a100"}; }
-
-PlatformConfig builtin_platform(const std::string& name) {
-  if (name == "dgx-h100") return dgx_h100();
-  if (name == "dgx-a100") return dgx_a100();
-  throw std::invalid_argument("unknown platform '" + name + "' (known: dgx-h100, dgx-a100)");
 }
 
 }  // namespace tessera::platforms

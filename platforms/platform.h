@@ -22,13 +22,6 @@
 
 namespace tessera::platforms {
 
-// Built-in descriptions (the platform files in platforms/ are the reference; these give the
-// tests and the defaults a platform without reading files).
-PlatformConfig dgx_h100();
-PlatformConfig dgx_a100();
-std::vector<std::string> builtin_platforms();
-PlatformConfig builtin_platform(const std::string& name);  // throws std::invalid_argument
-
 class Platform : public sc_core::sc_module {
  public:
   Platform(sc_core::sc_module_name name, const PlatformConfig& config, const workloads::Job& job,

@@ -1,6 +1,10 @@
 #include "platforms/platform_config.h"
 
+#include <cctype>
 #include <cmath>
+#include <deque>
+#include <map>
+#include <set>
 
 namespace tessera::platforms {
 
@@ -13,31 +17,334 @@ protocol::LinkTiming LinkSpec::timing(double lanes) const {
   return t;
 }
 
-const char* topology_name(Topology t) {
-  switch (t) {
-    case Topology::None: return "none";
-    case Topology::FatTree: return "fat-tree";
-    case Topology::RailOptimized: return "rail-optimized";
-    case Topology::Torus: return "torus";
-    case Topology::Dragonfly: return "dragonfly";
-    case Topology::NvlinkNetwork: return "nvlink-network";
-    case Topology::LinkList: return "links";
+namespace {
+
+struct TopologySpelling {
+  Topology topology;
+  const char* name;
+};
+constexpr TopologySpelling kTopologies[] = {
+    {Topology::None, "none"},
+    {Topology::FatTree, "fat-tree"},
+    {Topology::RailOptimized, "rail-optimized"},
+    {Topology::Torus, "torus"},
+    {Topology::Dragonfly, "dragonfly"},
+    {Topology::NvlinkNetwork, "nvlink-network"},
+    {Topology::LinkList, "links"},
+};
+
+std::string number(double v) {
+  std::string s = std::to_string(v);
+  if (s.find('.') != std::string::npos) {
+    while (!s.empty() && s.back() == '0') s.pop_back();
+    if (!s.empty() && s.back() == '.') s.pop_back();
   }
+  return s;
+}
+
+[[noreturn]] void fail(const std::string& key, const std::string& message) {
+  throw PlatformError(key, message);
+}
+
+void positive(double v, const std::string& key) {
+  if (!(v > 0) || !std::isfinite(v)) fail(key, "must be positive, got " + number(v));
+}
+
+void non_negative(double v, const std::string& key) {
+  if (!(v >= 0) || !std::isfinite(v)) fail(key, "must not be negative, got " + number(v));
+}
+
+void fraction(double v, const std::string& key) {
+  if (!(v > 0) || v > 1) fail(key, "must be a fraction in (0, 1], got " + number(v));
+}
+
+void check_link(const LinkSpec& link, const std::string& key) {
+  positive(link.bandwidth_gb_per_s, key + ".bandwidth_gb_per_s");
+  non_negative(link.latency_ns, key + ".latency_ns");
+}
+
+// "node<N>.nic<K>" -> (N, K); false if the name has another shape.
+bool parse_nic_endpoint(const std::string& name, long& node, long& nic) {
+  auto digits = [](const std::string& s, size_t& pos, long& out) {
+    const size_t start = pos;
+    while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) ++pos;
+    if (pos == start || pos - start > 9) return false;
+    out = std::stol(s.substr(start, pos - start));
+    return true;
+  };
+  if (name.rfind("node", 0) != 0) return false;
+  size_t pos = 4;
+  if (!digits(name, pos, node)) return false;
+  if (name.compare(pos, 4, ".nic") != 0) return false;
+  pos += 4;
+  if (!digits(name, pos, nic)) return false;
+  return pos == name.size();
+}
+
+void check_link_list(const PlatformConfig& c) {
+  const NetworkSpec& net = c.network;
+  std::set<std::string> switches;
+  for (size_t i = 0; i < net.switches.size(); ++i) {
+    const std::string key = "network.switches[" + std::to_string(i) + "]";
+    const std::string& name = net.switches[i];
+    long n = 0, k = 0;
+    if (name.empty()) fail(key, "a switch needs a name");
+    if (parse_nic_endpoint(name, n, k) || name.rfind("node", 0) == 0)
+      fail(key, "switch name '" + name + "' is reserved for node endpoints (node<N>.nic<K>)");
+    if (!switches.insert(name).second) fail(key, "switch '" + name + "' is named twice");
+  }
+  if (net.links.empty()) fail("network.links", "topology 'links' needs at least one link");
+
+  // Every endpoint exists; then every node and switch is reachable (a NIC reaches its node's
+  // other NICs through the node's PCIe tree).
+  std::map<std::string, std::vector<std::string>> adjacent;
+  auto node_of = [](const std::string& endpoint) {
+    return endpoint.substr(0, endpoint.find('.'));
+  };
+  for (size_t i = 0; i < net.links.size(); ++i) {
+    const ExplicitLink& l = net.links[i];
+    const std::string key = "network.links[" + std::to_string(i) + "]";
+    positive(l.bandwidth_gb_per_s, key + ".bandwidth_gb_per_s");
+    non_negative(l.latency_ns, key + ".latency_ns");
+    for (const auto& [end, field] : {std::pair{l.from, "from"}, std::pair{l.to, "to"}}) {
+      long n = 0, k = 0;
+      if (switches.count(end)) continue;
+      if (parse_nic_endpoint(end, n, k)) {
+        if (n >= c.nodes)
+          fail(key + "." + field, "link to '" + end + "': there is no node " + std::to_string(n) +
+                                      " (nodes: " + std::to_string(c.nodes) + ", node0.." +
+                                      "node" + std::to_string(c.nodes - 1) + ")");
+        if (k >= c.node.nics.count)
+          fail(key + "." + field, "link to '" + end + "': a node has " +
+                                      std::to_string(c.node.nics.count) + " NICs (nic0..nic" +
+                                      std::to_string(c.node.nics.count - 1) + ")");
+        continue;
+      }
+      fail(key + "." + field, "link to '" + end +
+                                  "', which is neither a switch in network.switches nor "
+                                  "node<N>.nic<K>");
+    }
+    if (l.from == l.to) fail(key + ".to", "a link from '" + l.from + "' to itself");
+    // Endpoints are the switch names and the nodes (NICs of one node are joined inside it).
+    const std::string a = switches.count(l.from) ? l.from : node_of(l.from);
+    const std::string b = switches.count(l.to) ? l.to : node_of(l.to);
+    adjacent[a].push_back(b);
+    adjacent[b].push_back(a);
+  }
+  std::vector<std::string> vertices;
+  for (int n = 0; n < c.nodes; ++n) vertices.push_back("node" + std::to_string(n));
+  vertices.insert(vertices.end(), net.switches.begin(), net.switches.end());
+  std::set<std::string> reached{vertices.front()};
+  std::deque<std::string> frontier{vertices.front()};
+  while (!frontier.empty()) {
+    const std::string v = frontier.front();
+    frontier.pop_front();
+    for (const std::string& w : adjacent[v])
+      if (reached.insert(w).second) frontier.push_back(w);
+  }
+  for (const std::string& v : vertices)
+    if (!reached.count(v))
+      fail("network.links", "the links leave " + v + " unreachable from " + vertices.front() +
+                                (adjacent[v].empty() ? " (no link touches it)" : ""));
+}
+
+void check_network(const PlatformConfig& c) {
+  const NetworkSpec& net = c.network;
+  const NodeSpec& node = c.node;
+  if (net.topology == Topology::None) return;
+  if (net.topology == Topology::NvlinkNetwork) {
+    if (node.nvlink.switches <= 0)
+      fail("node.nvlink.switches",
+           "topology nvlink-network joins the nodes' NVSwitches, but the node has none");
+  } else if (node.nics.count <= 0) {
+    fail("node.nics.count", std::string("topology ") + topology_name(net.topology) +
+                                " connects the nodes' NICs, but the node has none");
+  }
+  if (net.topology != Topology::LinkList) check_link(net.link, "network.link");
+  non_negative(net.switch_latency_ns, "network.switch_latency_ns");
+  positive(double(net.switch_buffer_bytes), "network.switch_buffer_bytes");
+
+  switch (net.topology) {
+    case Topology::FatTree:
+    case Topology::RailOptimized:
+    case Topology::NvlinkNetwork:
+      if (net.tiers != 0 && net.tiers != 2 && net.tiers != 3)
+        fail("network.tiers", "must be 2, 3 or 0 (the fewest that fit), got " + std::to_string(net.tiers));
+      if (net.radix < 2) fail("network.radix", "must be at least 2, got " + std::to_string(net.radix));
+      if (!(net.oversubscription >= 1) || !std::isfinite(net.oversubscription))
+        fail("network.oversubscription",
+             "must be at least 1 (down:up bandwidth at the leaves), got " +
+                 number(net.oversubscription));
+      break;
+    case Topology::Torus: {
+      if (net.torus_dims.size() != 2 && net.torus_dims.size() != 3)
+        fail("network.torus_dims", "a torus has 2 or 3 dimensions, got " +
+                                       std::to_string(net.torus_dims.size()));
+      long product = 1;
+      std::string shape;
+      for (int d : net.torus_dims) {
+        if (d < 2) fail("network.torus_dims", "every dimension must be at least 2, got " +
+                                                  std::to_string(d));
+        product *= d;
+        shape += (shape.empty() ? "" : "x") + std::to_string(d);
+      }
+      if (product != c.nodes)
+        fail("network.torus_dims", "a " + shape + " torus has " + std::to_string(product) +
+                                       " switches, one per node, but nodes is " +
+                                       std::to_string(c.nodes));
+      break;
+    }
+    case Topology::Dragonfly: {
+      if (net.dragonfly_groups < 2)
+        fail("network.dragonfly_groups",
+             "must be at least 2, got " + std::to_string(net.dragonfly_groups));
+      if (net.dragonfly_routers_per_group < 1)
+        fail("network.dragonfly_routers_per_group",
+             "must be at least 1, got " + std::to_string(net.dragonfly_routers_per_group));
+      if (net.dragonfly_global_links_per_router < 1)
+        fail("network.dragonfly_global_links_per_router",
+             "must be at least 1, got " + std::to_string(net.dragonfly_global_links_per_router));
+      const long routers = long(net.dragonfly_groups) * net.dragonfly_routers_per_group;
+      if (c.nodes % routers != 0)
+        fail("network.dragonfly_groups",
+             std::to_string(net.dragonfly_groups) + " groups x " +
+                 std::to_string(net.dragonfly_routers_per_group) + " routers = " +
+                 std::to_string(routers) + " routers must divide nodes (" +
+                 std::to_string(c.nodes) + ") so every router has the same number of nodes");
+      if (long(net.dragonfly_routers_per_group) * net.dragonfly_global_links_per_router <
+          net.dragonfly_groups - 1)
+        fail("network.dragonfly_global_links_per_router",
+             "a group has " +
+                 std::to_string(long(net.dragonfly_routers_per_group) *
+                                net.dragonfly_global_links_per_router) +
+                 " global links but needs one to each of the other " +
+                 std::to_string(net.dragonfly_groups - 1) + " groups");
+      break;
+    }
+    case Topology::LinkList:
+      check_link_list(c);
+      break;
+    case Topology::None:
+      break;
+  }
+}
+
+}  // namespace
+
+const char* topology_name(Topology t) {
+  for (const auto& s : kTopologies)
+    if (s.topology == t) return s.name;
   return "?";
 }
 
 std::vector<std::string> topology_names() {
-  return {"none", "fat-tree", "rail-optimized", "torus", "dragonfly", "nvlink-network", "links"};
+  std::vector<std::string> names;
+  for (const auto& s : kTopologies) names.push_back(s.name);
+  return names;
 }
 
 int PlatformConfig::nvlinks_to_switch(int s) const {
-  if (!node.nvlink.links_per_switch.empty()) return node.nvlink.links_per_switch.at(s);
-  return node.nvlink.switches > 0 ? gpu.nvlink_ports / node.nvlink.switches : 0;
+  const NvlinkFabric& f = node.nvlink;
+  if (s < 0 || s >= f.switches) return 0;
+  if (!f.links_per_switch.empty())
+    return s < int(f.links_per_switch.size()) ? f.links_per_switch[size_t(s)] : 0;
+  return gpu.nvlink_ports / f.switches;
 }
 
 void PlatformConfig::validate() const {
-  if (nodes < 1) throw PlatformError("nodes", "nodes must be at least 1");
-  if (node.gpus < 1) throw PlatformError("node.gpus", "node.gpus must be at least 1");
+  if (nodes < 1) fail("nodes", "must be at least 1, got " + std::to_string(nodes));
+
+  // The GPU type.
+  if (gpu.name.empty()) fail("gpu", "no GPU type: name one (gpu: H100-SXM5-80GB) or give a map");
+  static const char* dtypes[] = {"fp32", "tf32", "fp16", "bf16", "fp8"};
+  for (size_t i = 0; i < gpu.peak_tflops.size(); ++i)
+    positive(gpu.peak_tflops[i], std::string("gpu.peak_tflops.") + dtypes[i]);
+  fraction(gpu.compute_efficiency, "gpu.compute_efficiency");
+  positive(gpu.hbm_capacity_gib, "gpu.hbm_capacity_gib");
+  positive(gpu.hbm_bandwidth_gbps, "gpu.hbm_bandwidth_gbps");
+  fraction(gpu.hbm_efficiency, "gpu.hbm_efficiency");
+  non_negative(gpu.kernel_overhead_us, "gpu.kernel_overhead_us");
+  if (gpu.sm_count < 1) fail("gpu.sm_count", "must be at least 1, got " + std::to_string(gpu.sm_count));
+  if (gpu.nvlink_ports < 0)
+    fail("gpu.nvlink_ports", "must not be negative, got " + std::to_string(gpu.nvlink_ports));
+  non_negative(gpu.nvlink_port_bandwidth_gbps, "gpu.nvlink_port_bandwidth_gbps");
+
+  if (node.gpus < 1) fail("node.gpus", "must be at least 1, got " + std::to_string(node.gpus));
+
+  // NVLink fabric.
+  const NvlinkFabric& nv = node.nvlink;
+  if (nv.switches < 0)
+    fail("node.nvlink.switches", "must not be negative, got " + std::to_string(nv.switches));
+  if (nv.switches == 0) {
+    if (!nv.links_per_switch.empty())
+      fail("node.nvlink.links_per_switch", "given, but node.nvlink.switches is 0 (no NVLink)");
+    if (nv.in_switch_reduction)
+      fail("node.nvlink.in_switch_reduction", "needs NVSwitches, but node.nvlink.switches is 0");
+  } else {
+    if (gpu.nvlink_ports <= 0)
+      fail("node.nvlink.switches", "the GPU type " + gpu.name + " has no NVLink ports");
+    if (nv.links_per_switch.empty()) {
+      if (gpu.nvlink_ports % nv.switches != 0)
+        fail("node.nvlink.switches",
+             std::to_string(nv.switches) + " switches do not split the GPU's " +
+                 std::to_string(gpu.nvlink_ports) +
+                 " NVLink ports evenly; give node.nvlink.links_per_switch");
+    } else {
+      if (int(nv.links_per_switch.size()) != nv.switches)
+        fail("node.nvlink.links_per_switch",
+             "has " + std::to_string(nv.links_per_switch.size()) + " entries for " +
+                 std::to_string(nv.switches) + " switches");
+      int sum = 0;
+      std::string terms;
+      for (int l : nv.links_per_switch) {
+        if (l < 1)
+          fail("node.nvlink.links_per_switch", "every switch needs at least 1 link, got " +
+                                                   std::to_string(l));
+        sum += l;
+        terms += (terms.empty() ? "" : "+") + std::to_string(l);
+      }
+      if (sum != gpu.nvlink_ports)
+        fail("node.nvlink.links_per_switch",
+             "the links add up to " + terms + " = " + std::to_string(sum) + ", but " + gpu.name +
+                 " has " + std::to_string(gpu.nvlink_ports) + " NVLink ports");
+    }
+    check_link(nv.link, "node.nvlink.link");
+    non_negative(nv.switch_latency_ns, "node.nvlink.switch_latency_ns");
+  }
+
+  // PCIe tree.
+  const PcieTree& pcie = node.pcie;
+  if (pcie.switches < 1)
+    fail("node.pcie.switches", "must be at least 1, got " + std::to_string(pcie.switches));
+  if (node.gpus % pcie.switches != 0)
+    fail("node.pcie.switches", std::to_string(pcie.switches) +
+                                   " PCIe switches do not divide the node's " +
+                                   std::to_string(node.gpus) + " GPUs evenly");
+  if (node.nics.count % pcie.switches != 0)
+    fail("node.pcie.switches", std::to_string(pcie.switches) +
+                                   " PCIe switches do not divide the node's " +
+                                   std::to_string(node.nics.count) + " NICs evenly");
+  check_link(pcie.link, "node.pcie.link");
+  check_link(pcie.host_link, "node.pcie.host_link");
+  non_negative(pcie.switch_latency_ns, "node.pcie.switch_latency_ns");
+  non_negative(pcie.root_complex_latency_ns, "node.pcie.root_complex_latency_ns");
+
+  // NICs.
+  const NicSpec& nic = node.nics;
+  if (nic.count < 0) fail("node.nics.count", "must not be negative, got " + std::to_string(nic.count));
+  if (nic.count > 0) {
+    positive(nic.line_rate_gbit_per_s, "node.nics.line_rate_gbit_per_s");
+    if (nic.mtu_bytes == 0) fail("node.nics.mtu_bytes", "must be positive, got 0");
+    non_negative(nic.message_overhead_ns, "node.nics.message_overhead_ns");
+    non_negative(nic.latency_ns, "node.nics.latency_ns");
+  }
+
+  positive(node.host.memory_gib, "node.host.memory_gib");
+  positive(node.host.memory_bandwidth_gb_per_s, "node.host.memory_bandwidth_gb_per_s");
+  positive(double(gpu_buffer_bytes), "gpu_buffer_bytes");
+  positive(double(switch_buffer_bytes), "switch_buffer_bytes");
+
+  check_network(*this);
 }
 
 }  // namespace tessera::platforms

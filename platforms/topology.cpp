@@ -1,6 +1,7 @@
 #include "platforms/topology.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <utility>
@@ -110,7 +111,9 @@ void build_node(const PlatformConfig& c, NodeTemplate& nt) {
   if (topo == Topology::NvlinkNetwork) {
     for (int s = 0; s < n.nvlink.switches; ++s) {
       nt.gateways.push_back(nvswitches[s]);
-      nt.uplinks.push_back(static_cast<uint32_t>(n.gpus * c.nvlinks_to_switch(s)));
+      // The node switch's NVLinks up, fewer than down by the oversubscription.
+      const double down = double(n.gpus) * c.nvlinks_to_switch(s);
+      nt.uplinks.push_back(static_cast<uint32_t>(std::max(1.0, std::floor(down / c.network.oversubscription + 1e-9))));
     }
     nt.uplink_timing = nvlink.timing();
   } else if (topo != Topology::None) {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <numeric>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -14,11 +15,13 @@
 #include <systemc>
 
 #include "sc_main/input_error.h"
+#include "platforms/platform_file.h"
 #include "sc_main/describe_command.h"
 #include "sc_main/job_file.h"
 #include "sc_main/platform_options.h"
 #include "sc_main/report.h"
 #include "sc_main/simulation.h"
+#include "tlm/sockets.h"
 #include "workloads/workload.h"
 
 namespace po = boost::program_options;
@@ -231,8 +234,15 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
     if (!output->empty()) check_writable(*output);
   Workload workload = build_workload(s, vm, platform);
   workloads::Job& job = workload.job;
-  if (!s.job.empty() && vm.count("gpus") == 0 && vm.count("nodes") == 0 && platform.nodes == 1)
-    platform.node.gpus = static_cast<int>(job.ranks.size());
+  if (!s.job.empty() && vm.count("gpus") == 0 && vm.count("nodes") == 0 && platform.nodes == 1 &&
+      static_cast<size_t>(platform.gpu_count()) != job.ranks.size()) {
+    // A job file sizes a one-node platform: as many GPUs as ranks, the PCIe switches sharing
+    // them evenly.
+    const int gpus = static_cast<int>(job.ranks.size());
+    s.platform.gpus = gpus;
+    s.platform.sets.push_back("node.pcie.switches=" + std::to_string(std::gcd(gpus, platform.node.pcie.switches)));
+    platform = build_platform(s.platform);
+  }
   if (static_cast<size_t>(platform.gpu_count()) != job.ranks.size())
     throw InputError("the job has " + std::to_string(job.ranks.size()) + " ranks but the platform has " +
                      std::to_string(platform.gpu_count()) + " GPUs (--nodes x --gpus)");
@@ -270,8 +280,8 @@ int command_models(std::ostream& out) {
 }
 
 int command_platforms(std::ostream& out) {
-  for (const std::string& name : platforms::builtin_platforms())
-    out << "  " << name << "  " << platforms::builtin_platform(name).description << "\n";
+  for (const platforms::PlatformInfo& p : platforms::list_platforms())
+    out << "  " << p.name << std::string(p.name.size() < 12 ? 12 - p.name.size() : 1, ' ') << p.description << "\n";
   return kOk;
 }
 
@@ -279,6 +289,7 @@ int command_platforms(std::ostream& out) {
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  protocol::set_time_resolution();  // before any platform makes an sc_time
   try {
     if (args.empty()) return command_run({}, out, err);
     const std::string command = args[0];

@@ -15,6 +15,7 @@ struct PlatformSettings {
   std::string platform = "dgx-h100";
   int64_t nodes = 0, gpus = 0;
   double nvlink_bandwidth_gbps = 0, kernel_overhead_us = -1;
+  std::vector<std::string> sets;  // "key=value" (the platform file's dotted keys)
 };
 
 boost::program_options::options_description platform_options(PlatformSettings& s);

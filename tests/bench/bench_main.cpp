@@ -14,6 +14,7 @@
 
 #include "tests/support/child_process.h"
 #include "tests/support/jobs.h"
+#include "platforms/platform_file.h"
 
 namespace {
 
@@ -21,7 +22,7 @@ using tessera::testing::run_in_child;
 
 void ring_allreduce(int gpus, uint64_t bytes, uint64_t chunk_bytes) {
   const nlohmann::json r = run_in_child([&] {
-    tessera::platforms::PlatformConfig p = tessera::platforms::dgx_h100();
+    tessera::platforms::PlatformConfig p = tessera::platforms::load_platform("dgx-h100");
     p.node.gpus = gpus;
     tessera::app::SimulationOptions o;
     o.chunk_bytes = chunk_bytes;
@@ -54,7 +55,7 @@ long peak_rss_mib() {
 // (every GPU runs one tiny kernel, so the command processors have a program).
 void build_cluster(int nodes) {
   const nlohmann::json r = run_in_child([&] {
-    tessera::platforms::PlatformConfig p = tessera::platforms::dgx_h100();
+    tessera::platforms::PlatformConfig p = tessera::platforms::load_platform("dgx-h100");
     p.nodes = nodes;
     tessera::workloads::Job job;
     auto program = std::make_shared<tessera::workloads::Program>();

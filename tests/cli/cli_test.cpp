@@ -199,11 +199,11 @@ TEST(Cli, BadInputGetsOneLineAndStatus2) {
   expect_bad_input("run --hidden abc", "hidden");
   expect_bad_input("run --chunk-kib 0", "chunk-kib");
   expect_bad_input("run --gpus -1", "gpus");
-  expect_bad_input("run --nvlink-bandwidth-gbps -5", "nvlink-bandwidth-gbps");
+  expect_bad_input("run --nvlink-bandwidth-gbps -5", "node.nvlink.link.bandwidth_gb_per_s: must be positive");
   expect_bad_input("run --bucket-mb 0", "bucket-mb");
   expect_bad_input("run --heads 7", "heads (7) must divide hidden (2048)");
   expect_bad_input("run --global-batch 20", "global-batch (20)");
-  expect_bad_input("run --platform nowhere", "unknown platform 'nowhere'");
+  expect_bad_input("run --platform nowhere", "nowhere: no such platform file, and no shipped platform of that name");
   expect_bad_input("run --dtype fp7", "fp7");
   expect_bad_input("run --model no-such-model", "unknown model 'no-such-model'");
   expect_bad_input("run --tp 3", "tp * pp * cp (3 * 1 * 1 = 3) does not divide the 8 GPUs");

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "platforms/platform.h"
+#include "platforms/platform_file.h"
 #include "sc_main/simulation.h"
 #include "workloads/program.h"
 
@@ -95,7 +96,7 @@ inline workloads::Job one_collective(int n, workloads::CollectiveKind kind, uint
 // A platform with an ideal fabric: no packet overhead, so B is the link bandwidth.
 // One node, one NVSwitch, one link of link_gbps per GPU, no NICs or network.
 inline platforms::PlatformConfig ideal_node(int gpus, double link_gbps = 450.0) {
-  platforms::PlatformConfig p = platforms::dgx_h100();
+  platforms::PlatformConfig p = platforms::load_platform("dgx-h100");
   p.node.gpus = gpus;
   p.gpu.nvlink_ports = 1;
   p.gpu.nvlink_port_bandwidth_gbps = link_gbps;
