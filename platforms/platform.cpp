@@ -28,6 +28,19 @@ struct Platform::NetworkRouter : models::Router {
 
 namespace {
 
+// A level of the module hierarchy (a node, the network): the modules built while it is
+// current become its children, so no module has hundreds of thousands of children.
+class Group : public sc_core::sc_module {
+ public:
+  explicit Group(sc_core::sc_module_name name) : sc_module(name) {}
+};
+
+class InGroup {
+ public:
+  explicit InGroup(sc_core::sc_module& group) { sc_core::sc_get_curr_simcontext()->hierarchy_push(&group); }
+  ~InGroup() { sc_core::sc_get_curr_simcontext()->hierarchy_pop(); }
+};
+
 unsigned chunks_in(uint64_t bytes, uint64_t chunk) {
   return static_cast<unsigned>(std::max<uint64_t>(1, bytes / chunk));
 }
@@ -73,7 +86,10 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
   gpu_config.spec = config_.gpu;
   gpu_config.ingress_buffer_chunks = chunks_in(config_.gpu_buffer_bytes, chunk);
   gpu_config.collectives = collectives;
+  groups_.reserve(nodes + 1);
   for (uint32_t n = 0; n < nodes; ++n) {
+    groups_.push_back(std::make_unique<Group>(("node" + std::to_string(n)).c_str()));
+    InGroup in_node(*groups_.back());
     for (uint32_t v = 0; v < nt.gpus; ++v) {
       gpu_config.fabric_ports = ng.ports(v);
       const int rank = static_cast<int>(n * nt.gpus + v);
@@ -88,7 +104,7 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
       cc.ports = ng.ports(v) + uplinks[v];
       cc.buffer_chunks = chunks_in(config_.switch_buffer_bytes, chunk);
       cc.hop_latency = sc_core::sc_time(d.latency_ns, sc_core::SC_NS);
-      const std::string mname = "node" + std::to_string(n) + "_" + module_name(d.name);
+      const std::string mname = module_name(d.name);
       std::unique_ptr<models::Crossbar> module;
       switch (d.kind) {
         case DeviceKind::NvSwitch: module = std::make_unique<models::NvSwitch>(mname.c_str(), cc); break;
@@ -107,6 +123,8 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
       switches_.push_back(std::move(module));
     }
   }
+  groups_.push_back(std::make_unique<Group>("network"));
+  InGroup in_network(*groups_.back());
   for (uint32_t x = net.gateways; x < net.graph.devices.size(); ++x) {
     const GraphDevice& d = net.graph.devices[x];
     models::CrossbarConfig cc;
@@ -126,12 +144,12 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
   // Links inside every node.
   links_.reserve(size_t(nodes) * ng.links.size() * 2 + net.graph.links.size() * 2);
   for (uint32_t n = 0; n < nodes; ++n) {
-    const std::string prefix = "node" + std::to_string(n) + "_";
+    const std::string prefix = "node" + std::to_string(n) + ".";
     for (const GraphLink& l : ng.links) {
       connect(egress(n, l.a, l.a_port), ingress(n, l.b, l.b_port),
-              prefix + module_name(ng.devices[l.a].name) + "_out" + std::to_string(l.a_port), l.timing, l.kind);
+              prefix + ng.devices[l.a].name + ".out" + std::to_string(l.a_port), l.timing, l.kind);
       connect(egress(n, l.b, l.b_port), ingress(n, l.a, l.a_port),
-              prefix + module_name(ng.devices[l.b].name) + "_out" + std::to_string(l.b_port), l.timing, l.kind);
+              prefix + ng.devices[l.b].name + ".out" + std::to_string(l.b_port), l.timing, l.kind);
     }
   }
   // The network: a device below net.gateways is gateway d of node d / per_node.
@@ -148,9 +166,9 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
   };
   for (const GraphLink& l : net.graph.links) {
     connect(net_egress(l.a, l.a_port), net_ingress(l.b, l.b_port),
-            module_name(net.graph.devices[l.a].name) + "_up" + std::to_string(l.a_port), l.timing, l.kind);
+            net.graph.devices[l.a].name + ".up" + std::to_string(l.a_port), l.timing, l.kind);
     connect(net_egress(l.b, l.b_port), net_ingress(l.a, l.a_port),
-            module_name(net.graph.devices[l.b].name) + "_up" + std::to_string(l.b_port), l.timing, l.kind);
+            net.graph.devices[l.b].name + ".up" + std::to_string(l.b_port), l.timing, l.kind);
   }
 }
 
@@ -168,11 +186,9 @@ models::IngressPort& Platform::ingress(uint32_t node, uint32_t device, uint32_t 
 
 void Platform::connect(models::EgressPort& from, models::IngressPort& to, const std::string& name,
                        const protocol::LinkTiming& timing, LinkKind kind) {
-  links_.push_back(std::make_unique<models::Link>(name.c_str(), timing, link_kind_name(kind)));
-  models::Link& link = *links_.back();
-  from.socket.bind(link.in);
-  link.out.bind(to.socket);
-  from.attach(link);
+  links_.push_back(std::make_unique<models::Link>(name, timing, link_kind_name(kind)));
+  from.socket.bind(to.socket);
+  from.attach(*links_.back());
 }
 
 }  // namespace tessera::platforms

@@ -49,6 +49,7 @@ class Platform : public sc_core::sc_module {
   PlatformConfig config_;
   std::unique_ptr<PlatformGraph> topology_;
   std::unique_ptr<Routing> routing_;
+  std::vector<std::unique_ptr<sc_core::sc_module>> groups_;  // node0.., network
   std::vector<std::unique_ptr<models::Gpu>> gpus_;
   std::vector<std::unique_ptr<models::Crossbar>> switches_;  // node devices, then network
   std::vector<uint32_t> node_module_;   // template device -> index among a node's crossbars

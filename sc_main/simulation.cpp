@@ -56,10 +56,13 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
   protocol::set_time_resolution();
   workloads::validate(job);
 
-  protocol::PayloadPool pool;
+  // The SystemC kernel elaborates once per process, and tearing a large hierarchy down costs
+  // time quadratic in its ports (SystemC 2.3 unregisters each from a flat list): the pool and
+  // the platform live until the process ends.
+  protocol::PayloadPool& pool = *new protocol::PayloadPool;
   models::CollectiveEngineConfig collectives;
   collectives.chunk_bytes = options.chunk_bytes;
-  platforms::Platform platform("platform", config, job, pool, collectives);
+  platforms::Platform& platform = *new platforms::Platform("platform", config, job, pool, collectives);
 
   // One dependency graph per distinct program.
   std::map<const workloads::Program*, std::shared_ptr<const models::ProgramGraph>> graphs;

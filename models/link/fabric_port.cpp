@@ -85,7 +85,7 @@ void EgressPort::try_send() {
       link_->timing().serialization(protocol::fabric_transfer(*current_.gp).bytes) + chunk_overhead_;
   state_ = State::AwaitingAccept;
   tlm::tlm_phase phase = tlm::BEGIN_REQ;
-  sc_time delay = current_serialization_ + hop_latency_;
+  sc_time delay = current_serialization_ + hop_latency_ + link_->timing().latency;
   tlm::tlm_sync_enum status = socket->nb_transport_fw(*current_.gp, phase, delay);
   if (status == tlm::TLM_UPDATED && phase == tlm::END_REQ) accepted();
 }
@@ -103,13 +103,14 @@ void EgressPort::serialization_done() {
   try_send();
 }
 
-tlm::tlm_sync_enum EgressPort::nb_transport_bw(tlm::tlm_generic_payload&, tlm::tlm_phase& phase,
+tlm::tlm_sync_enum EgressPort::nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
                                                sc_time&) {
   if (phase == tlm::END_REQ) {
     accepted();
     return tlm::TLM_ACCEPTED;
   }
-  // BEGIN_RESP: the chunk arrived at the far end; the hop transaction is over.
+  // BEGIN_RESP: the chunk arrived whole at the far end; the hop transaction is over.
+  link_->carried(protocol::fabric_transfer(gp).bytes);
   return tlm::TLM_COMPLETED;
 }
 

@@ -1,7 +1,8 @@
 // Fabric ports: the approximately-timed handshake every link endpoint speaks.
 //
 // Per hop, one chunk is one AT transaction:
-//   BEGIN_REQ  egress -> ingress, delay = serialization + link latency (the chunk's arrival).
+//   BEGIN_REQ  egress -> ingress, delay = serialization + hop and link latency (the chunk's
+//              arrival).
 //   END_REQ    ingress -> egress when the ingress buffer has a free slot for the chunk: in the
 //              return path (TLM_UPDATED) when space is free at once, later on the backward path
 //              when space frees. Until END_REQ the egress port may not start the next chunk
@@ -73,8 +74,9 @@ class EgressPort : public sc_core::sc_module {
 
   EgressPort(sc_core::sc_module_name name, unsigned inputs);
 
-  // Called once the port's socket is bound to `link`: serialization uses its timing.
-  void attach(const Link& link) { link_ = &link; }
+  // The wire this port drives (its socket is bound to the far end's ingress socket):
+  // serialization and latency use its timing, and it counts what it carries.
+  void attach(Link& link) { link_ = &link; }
   // Pipeline latency of the node in front of this port (a switch's crossbar), added to every
   // chunk's arrival time; it does not occupy the port.
   void set_hop_latency(sc_core::sc_time latency) { hop_latency_ = latency; }
@@ -102,7 +104,7 @@ class EgressPort : public sc_core::sc_module {
   tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
                                      sc_core::sc_time& delay);
 
-  const Link* link_ = nullptr;
+  Link* link_ = nullptr;
   sc_core::sc_time hop_latency_;
   sc_core::sc_time chunk_overhead_;
   std::vector<RingQueue<Waiting>> queues_;

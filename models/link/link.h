@@ -1,6 +1,8 @@
 // A point-to-point link, one direction: the wire between an egress port and an ingress port.
-// It owns the timing (bandwidth, latency, per-packet overhead) that the egress port uses to
-// serialize, adds the propagation latency to every request, and counts the bytes it carries.
+// It holds the timing (bandwidth, latency, per-packet overhead) the egress port serializes and
+// delays chunks with, and counts the bytes it carries. The egress port's initiator socket binds
+// straight to the ingress port's target socket; the link is the egress port's wire, not a
+// module of its own (a 16,384-GPU platform has about 300,000 of them).
 #pragma once
 
 #include <cstdint>
@@ -10,17 +12,15 @@
 #include <systemc>
 
 #include "tlm/link_timing.h"
-#include "tlm/sockets.h"
 
 namespace tessera::models {
 
-class Link : public sc_core::sc_module {
+class Link {
  public:
-  protocol::TargetSocket<Link> in;
-  protocol::InitiatorSocket<Link> out;
+  Link(std::string name, const protocol::LinkTiming& timing, std::string kind)
+      : name_(std::move(name)), timing_(timing), kind_(std::move(kind)) {}
 
-  Link(sc_core::sc_module_name name, const protocol::LinkTiming& timing, std::string kind);
-
+  const std::string& name() const { return name_; }
   const protocol::LinkTiming& timing() const { return timing_; }
   const std::string& link_kind() const { return kind_; }
   uint64_t bytes_carried() const { return bytes_; }
@@ -30,16 +30,15 @@ class Link : public sc_core::sc_module {
 
   // Optional per-bucket byte counts for trace counters (enabled by the simulation when a trace
   // is requested). Bucket i covers [i*width, (i+1)*width).
-  void record_activity(sc_core::sc_time bucket_width);
+  void record_activity(sc_core::sc_time bucket_width) { bucket_ = bucket_width; }
   const std::vector<uint64_t>& activity() const { return activity_; }
   sc_core::sc_time activity_bucket() const { return bucket_; }
 
- private:
-  tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
-                                     sc_core::sc_time& delay);
-  tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
-                                     sc_core::sc_time& delay);
+  // A chunk of `bytes` arrived whole at the far end at the current time.
+  void carried(uint64_t bytes);
 
+ private:
+  std::string name_;
   protocol::LinkTiming timing_;
   std::string kind_;
   uint64_t bytes_ = 0;

@@ -68,8 +68,9 @@ void build_cluster(int nodes) {
     const tessera::platforms::PlatformGraph graph = tessera::platforms::generate_topology(p);
     const tessera::platforms::Routing routing(graph);
     const double route_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    tessera::protocol::PayloadPool pool;
-    tessera::platforms::Platform platform("platform", p, job, pool, tessera::models::CollectiveEngineConfig{});
+    // Kept until the process ends, as simulate() does (teardown is quadratic in SystemC 2.3).
+    auto& pool = *new tessera::protocol::PayloadPool;
+    auto& platform = *new tessera::platforms::Platform("platform", p, job, pool, tessera::models::CollectiveEngineConfig{});
     const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return nlohmann::json{{"route_s", route_s}, {"build_s", build_s}, {"rss_mib", peak_rss_mib()},
                           {"links", platform.links().size()}, {"switches", platform.switches().size()}};
