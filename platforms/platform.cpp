@@ -19,6 +19,15 @@ protocol::LinkTiming PlatformConfig::link_timing() const {
   return t;
 }
 
+models::FabricFacts PlatformConfig::fabric_facts() const {
+  models::FabricFacts f;
+  f.gpu_bandwidth = nvswitches * link_timing().effective_bandwidth(1ull << 30);
+  f.hop_latency_s = (2 * nvlink.latency_ns + switch_latency_ns) * 1e-9;
+  f.in_switch_reduction = in_switch_reduction;
+  f.sm_count = gpu.sm_count;
+  return f;
+}
+
 void PlatformConfig::validate() const {
   auto positive = [](double v, const std::string& key) {
     if (!(v > 0) || !std::isfinite(v))
@@ -53,6 +62,7 @@ PlatformConfig dgx_h100() {
   c.description = "one DGX H100-like node: 8 H100-SXM5-80GB, 18 NVLink4 ports each (450 GB/s), NVSwitch";
   c.gpu = models::GpuSpec{};  // H100-SXM5-80GB
   c.gpus = 8;
+  c.in_switch_reduction = true;  // third-generation NVSwitch: NVLink SHARP
   return c;
 }
 
@@ -84,13 +94,17 @@ PlatformConfig builtin_platform(const std::string& name) {
 
 Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
                    const workloads::Job& job, protocol::PayloadPool& pool,
-                   const models::CollectiveEngineConfig& collectives)
+                   const models::CollectiveEngineConfig& engine)
     : sc_module(name), config_(config) {
   config_.validate();
   if (static_cast<size_t>(config_.gpus) != job.ranks.size())
     throw std::invalid_argument("the workload has " + std::to_string(job.ranks.size()) +
                                 " ranks but the platform has " + std::to_string(config_.gpus) +
                                 " GPUs");
+  // What the collective tuner knows of this fabric.
+  models::CollectiveEngineConfig collectives = engine;
+  collectives.fabric = config_.fabric_facts();
+  const protocol::LinkTiming timing = config_.link_timing();
   const uint64_t chunk = std::max<uint64_t>(1, collectives.chunk_bytes);
   auto chunks = [chunk](uint64_t bytes) {
     return static_cast<unsigned>(std::max<uint64_t>(1, bytes / chunk));
@@ -109,7 +123,8 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
   switch_config.ports = static_cast<unsigned>(config_.gpus);
   switch_config.buffer_chunks = chunks(config_.switch_buffer_bytes);
   switch_config.hop_latency = sc_core::sc_time(config_.switch_latency_ns, sc_core::SC_NS);
-  const protocol::LinkTiming timing = config_.link_timing();
+  switch_config.in_switch_reduction = config_.in_switch_reduction;
+  switch_config.pool = &pool;
   for (int s = 0; s < config_.nvswitches; ++s) {
     auto sw = std::make_unique<models::NvSwitch>(("nvswitch" + std::to_string(s)).c_str(),
                                                  switch_config);

@@ -22,10 +22,13 @@
 
 namespace tessera::platforms {
 
+// NVLink packets carry at most 128 data bytes behind a 16-byte header flit and a 16-byte
+// address-extension/byte-enable flit: 128/160 = 80% of the line rate, the ~20 GB/s per 25 GB/s
+// link that NCCL assumes for NVLink3/4 (its topology's per-link bandwidth).
 struct LinkConfig {
   double latency_ns = 150.0;               // propagation and PHY latency, one direction
-  uint32_t packet_overhead_bytes = 16;     // header and CRC bytes per packet
-  uint32_t max_packet_payload_bytes = 256; // payload bytes per packet
+  uint32_t packet_overhead_bytes = 32;     // header and extension flits per packet
+  uint32_t max_packet_payload_bytes = 128; // payload bytes per packet
 };
 
 struct PlatformConfig {
@@ -36,6 +39,7 @@ struct PlatformConfig {
   int nvswitches = 1;                  // switch planes
   LinkConfig nvlink;
   double switch_latency_ns = 100.0;    // crossbar pipeline latency per switch hop
+  bool in_switch_reduction = false;    // NVLink SHARP (NVSwitch gen3: DGX H100)
   uint64_t switch_buffer_bytes = 1 << 20;  // ingress buffer per switch port
   uint64_t gpu_buffer_bytes = 1 << 20;     // receive buffer per GPU port
 
@@ -43,6 +47,9 @@ struct PlatformConfig {
   double port_bandwidth() const;
   // The timing of a GPU <-> switch link.
   protocol::LinkTiming link_timing() const;
+  // What the collective tuner knows of the fabric: a GPU's effective bandwidth over all its
+  // planes, the GPU -> switch -> GPU latency, in-switch reduction.
+  models::FabricFacts fabric_facts() const;
   // Throws std::invalid_argument naming the bad value.
   void validate() const;
 };

@@ -13,6 +13,7 @@
 #include <boost/program_options.hpp>
 #include <systemc>
 
+#include "sc_main/collective_command.h"
 #include "sc_main/input_error.h"
 #include "sc_main/job_file.h"
 #include "sc_main/report.h"
@@ -31,6 +32,7 @@ const char* kUsage =
     "\n"
     "commands:\n"
     "  run         simulate one training iteration (the default scenario without options)\n"
+    "  collective  one collective over a size sweep, printed like nccl-tests\n"
     "  platforms   list the built-in platforms\n"
     "  models      list the model zoo\n"
     "\n"
@@ -342,6 +344,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       return kOk;
     }
     if (command == "run") return command_run(rest, out, err);
+    if (command == "collective") return command_collective(rest, out, err);
     if (command == "platforms") return command_platforms(out);
     if (command == "models") return command_models(out);
     throw InputError("unknown command '" + command + "' (try 'tessera --help')");

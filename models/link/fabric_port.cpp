@@ -81,7 +81,8 @@ void EgressPort::try_send() {
   current_ = queues_[input].pop();
   --queued_;
 
-  current_serialization_ = link_->timing().serialization(protocol::fabric_transfer(*current_.gp).bytes);
+  const protocol::FabricTransfer& t = protocol::fabric_transfer(*current_.gp);
+  current_serialization_ = link_->timing().serialization(t.bytes, t.wire_factor);
   state_ = State::AwaitingAccept;
   tlm::tlm_phase phase = tlm::BEGIN_REQ;
   sc_time delay = current_serialization_ + hop_latency_;

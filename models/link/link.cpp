@@ -24,10 +24,11 @@ tlm::tlm_sync_enum Link::nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_
                                          sc_core::sc_time& delay) {
   if (phase == tlm::BEGIN_RESP) {
     // The chunk arrived whole at the far end: account for it once.
-    const uint64_t bytes = protocol::fabric_transfer(gp).bytes;
+    const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
+    const uint64_t bytes = t.bytes;
     bytes_ += bytes;
     ++chunks_;
-    const sc_core::sc_time serialization = timing_.serialization(bytes);
+    const sc_core::sc_time serialization = timing_.serialization(bytes, t.wire_factor);
     busy_ += serialization;
     if (bucket_ != sc_core::SC_ZERO_TIME) {
       // Attribute the bytes to the bucket in which serialization started.
