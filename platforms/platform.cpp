@@ -21,7 +21,11 @@ protocol::LinkTiming PlatformConfig::link_timing() const {
 
 models::FabricFacts PlatformConfig::fabric_facts() const {
   models::FabricFacts f;
-  f.gpu_bandwidth = nvswitches * link_timing().effective_bandwidth(1ull << 30);
+  // Payload bandwidth of back-to-back full packets (no sc_time here: callable before SystemC
+  // has its time resolution).
+  const double payload = nvlink.max_packet_payload_bytes;
+  const double efficiency = payload > 0 ? payload / (payload + nvlink.packet_overhead_bytes) : 1.0;
+  f.gpu_bandwidth = nvswitches * port_bandwidth() * efficiency;
   f.hop_latency_s = (2 * nvlink.latency_ns + switch_latency_ns) * 1e-9;
   f.in_switch_reduction = in_switch_reduction;
   f.sm_count = gpu.sm_count;

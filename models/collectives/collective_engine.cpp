@@ -347,14 +347,19 @@ void CollectiveEngine::pump(uint64_t flow, Instance& inst, size_t k) {
   if (!inst.launched) return;
   Phase& ph = inst.phases[k];
   const Phase* gate = ph.after >= 0 ? &inst.phases[ph.after] : nullptr;
-  while (ph.next < ph.send_chunks) {
+  const uint64_t slots = uint64_t(std::max(1u, config_.slots)) * ph.sends.size();
+  while (ph.next < ph.send_chunks && ph.in_flight < slots) {
     // Chunk j may leave once the gating phase has received its share (j+1)/chunks.
     if (gate != nullptr && gate->receive_chunks > 0 &&
         gate->received < ceil_div(uint64_t(ph.next + 1) * gate->receive_chunks, ph.send_chunks))
       return;
+    // Claim chunk j first: injecting may re-enter pump() (a chunk that leaves at once frees
+    // its slot from inside send_chunk).
+    const uint32_t j = ph.next++;
     for (const Transfer& t : ph.sends)
-      if (ph.next < t.chunks) send_chunk(flow, inst, ph, static_cast<uint32_t>(k), t, ph.next);
-    ++ph.next;
+      if (j < t.chunks) ++ph.in_flight;
+    for (const Transfer& t : ph.sends)
+      if (j < t.chunks) send_chunk(flow, inst, ph, static_cast<uint32_t>(k), t, j);
   }
 }
 
@@ -524,9 +529,12 @@ void CollectiveEngine::packet_left(tlm::tlm_generic_payload& gp) {
     }
     return;
   }
-  Instance& inst = instances_[t.flow];
+  const uint64_t flow = t.flow;
+  Instance& inst = instances_[flow];
   ++inst.sends_done;
-  check_done(t.flow, inst);
+  --inst.phases[t.step].in_flight;
+  pump(flow, inst, t.step);
+  check_done(flow, inst);
 }
 
 std::vector<CollectiveEngine::Waiting> CollectiveEngine::waiting() const {

@@ -20,7 +20,9 @@
 // The tuner (tuner.h) picks algorithm, protocol and channel count unless the call or the
 // engine configuration forces them. Protocols cost a launch latency per call, a step latency
 // per dependent step (less what the fabric itself takes) and their flag bytes on the wire.
-// Chunk j runs on channel j mod C; a channel uses one SM while the call runs.
+// Chunk j runs on channel j mod C; a channel uses one SM while the call runs. A connection
+// (one transfer of a phase) has `slots` chunks in flight at most, as NCCL's NCCL_STEPS buffer
+// slots: the next leaves when one has left the GPU.
 // Members are matched by communicator and call sequence number. Chunks that arrive before a
 // rank has joined are kept (as (step, chunk) pairs) and counted when it joins.
 #pragma once
@@ -57,6 +59,7 @@ class SmObserver {
 
 struct CollectiveEngineConfig {
   uint64_t chunk_bytes = 128 * 1024;  // most bytes per fabric chunk
+  uint32_t slots = 8;                 // chunks in flight per connection (NCCL_STEPS)
   int gpus_per_node = 0;              // node = rank / gpus_per_node; 0: all ranks in one node
   std::vector<int> dimensions;        // hierarchical dimensions, innermost first; empty:
                                       // {gpus_per_node, nodes}
@@ -115,6 +118,7 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
     uint32_t send_chunks = 0;  // most chunks of any send
     uint64_t receive_chunks = 0, received = 0;
     uint32_t next = 0;         // next chunk index to send
+    uint32_t in_flight = 0;    // chunks injected that have not left the GPU yet
     protocol::TransferPurpose purpose = protocol::TransferPurpose::Collective;
   };
   struct Instance {

@@ -4,6 +4,7 @@
 // table that grows by doubling and never shrinks, so steady state allocates nothing per chunk.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
