@@ -49,6 +49,8 @@ struct RunSettings {
   std::string model = "gpt3-1.3b", strategy_file;
   bool allow_oom = false;
   int64_t chunk_kib = 128;
+  std::string collective_algorithm = "auto", collective_protocol = "auto";
+  int64_t gpus_per_node = 0;
   double trace_bucket_us = 10.0;
   bool quiet = false;
 };
@@ -94,7 +96,11 @@ po::options_description run_options(RunSettings& s) {
   workload.add(model).add(strategy);
   po::options_description sim("simulation");
   sim.add_options()
-      ("chunk-kib", po::value(&s.chunk_kib)->default_value(128), "fabric chunk size, KiB");
+      ("chunk-kib", po::value(&s.chunk_kib)->default_value(128), "fabric chunk size, KiB")
+      ("collective-algorithm", po::value(&s.collective_algorithm)->default_value("auto"),
+       "ring, tree, direct, halving-doubling, hierarchical, nvls or auto (the tuner); used where it applies, an op's own algorithm wins")
+      ("collective-protocol", po::value(&s.collective_protocol)->default_value("auto"), "simple, ll, ll128 or auto")
+      ("gpus-per-node", po::value(&s.gpus_per_node), "GPUs per node for hierarchical and tree collectives (default: all)");
   po::options_description all("tessera run [options]");
   all.add(general).add(platform).add(workload).add(sim);
   return all;
@@ -296,6 +302,15 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
 
   SimulationOptions options;
   options.chunk_bytes = uint64_t(s.chunk_kib) * 1024;
+  if (!models::parse_algorithm(s.collective_algorithm, options.collectives.algorithm))
+    throw InputError("--collective-algorithm: unknown algorithm '" + s.collective_algorithm + "'");
+  if (!models::parse_protocol(s.collective_protocol, options.collectives.protocol))
+    throw InputError("--collective-protocol: unknown protocol '" + s.collective_protocol + "'");
+  if (vm.count("gpus-per-node")) {
+    if (s.gpus_per_node <= 0 || platform.gpus % s.gpus_per_node != 0)
+      throw InputError("--gpus-per-node must divide the " + std::to_string(platform.gpus) + " GPUs");
+    options.collectives.gpus_per_node = int(s.gpus_per_node);
+  }
   options.trace = !s.trace.empty();
   options.trace_bucket_us = s.trace_bucket_us;
   options.progress = true;
