@@ -10,6 +10,28 @@
 
 namespace tessera::platforms {
 
+models::FabricFacts fabric_facts(const PlatformConfig& c) {
+  models::FabricFacts f;
+  // Payload bandwidth of back-to-back full packets over all the GPU's NVLinks (no sc_time here:
+  // callable before SystemC has its time resolution).
+  const LinkSpec& link = c.node.nvlink.link;
+  const double bandwidth = link.bandwidth_gb_per_s > 0 ? link.bandwidth_gb_per_s : c.gpu.nvlink_port_bandwidth_gbps;
+  const double payload = link.max_packet_bytes;
+  const double efficiency = payload > 0 ? payload / (payload + link.packet_overhead_bytes) : 1.0;
+  int links = 0;
+  for (int s = 0; s < c.node.nvlink.switches; ++s) links += c.nvlinks_to_switch(s);
+  f.gpu_bandwidth = links * bandwidth * 1e9 * efficiency;
+  if (links == 0) {  // no NVLink: peer traffic crosses PCIe
+    const LinkSpec& pcie = c.node.pcie.link;
+    const double p = pcie.max_packet_bytes;
+    f.gpu_bandwidth = pcie.bandwidth_gb_per_s * 1e9 * (p > 0 ? p / (p + pcie.packet_overhead_bytes) : 1.0);
+  }
+  f.hop_latency_s = (2 * link.latency_ns + c.node.nvlink.switch_latency_ns) * 1e-9;
+  f.in_switch_reduction = c.node.nvlink.in_switch_reduction;
+  f.sm_count = c.gpu.sm_count;
+  return f;
+}
+
 struct Platform::NodeRouter : models::Router {
   NodeRouter(const Routing& r, uint32_t n, uint32_t d) : routing(r), node(n), device(d) {}
   unsigned route(protocol::FabricTransfer& t) const override {
@@ -58,7 +80,7 @@ std::string module_name(const std::string& graph_name) {
 
 Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
                    const workloads::Job& job, protocol::PayloadPool& pool,
-                   const models::CollectiveEngineConfig& collectives)
+                   const models::CollectiveEngineConfig& engine)
     : sc_module(name), config_(config) {
   config_.validate();
   if (static_cast<size_t>(config_.gpu_count()) != job.ranks.size())
@@ -70,6 +92,10 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
   const NodeTemplate& nt = topology_->node;
   const Graph& ng = nt.graph;
   const Network& net = topology_->network;
+  // What the collective engines know of this fabric: the node size and the tuner's facts.
+  models::CollectiveEngineConfig collectives = engine;
+  if (collectives.gpus_per_node == 0) collectives.gpus_per_node = config_.node.gpus;
+  collectives.fabric = fabric_facts(config_);
   const uint64_t chunk = std::max<uint64_t>(1, collectives.chunk_bytes);
   const uint32_t nodes = topology_->nodes;
 
@@ -107,7 +133,10 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
       const std::string mname = module_name(d.name);
       std::unique_ptr<models::Crossbar> module;
       switch (d.kind) {
-        case DeviceKind::NvSwitch: module = std::make_unique<models::NvSwitch>(mname.c_str(), cc); break;
+        case DeviceKind::NvSwitch:
+          module = std::make_unique<models::NvSwitch>(
+              mname.c_str(), models::NvSwitchConfig{cc, config_.node.nvlink.in_switch_reduction, &pool});
+          break;
         case DeviceKind::Nic: {
           models::NicConfig nc;
           nc.crossbar = cc;
@@ -133,7 +162,8 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
     cc.hop_latency = sc_core::sc_time(d.latency_ns, sc_core::SC_NS);
     std::unique_ptr<models::Crossbar> module;
     if (d.kind == DeviceKind::NvSwitch)
-      module = std::make_unique<models::NvSwitch>(module_name(d.name).c_str(), cc);
+      module = std::make_unique<models::NvSwitch>(
+          module_name(d.name).c_str(), models::NvSwitchConfig{cc, config_.node.nvlink.in_switch_reduction, &pool});
     else
       module = std::make_unique<models::NetworkSwitch>(module_name(d.name).c_str(), cc);
     network_routers_.emplace_back(*routing_, x);

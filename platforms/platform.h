@@ -22,6 +22,10 @@
 
 namespace tessera::platforms {
 
+// What the collective tuner knows of a platform's NVLink fabric (bandwidth a GPU sends at, the
+// GPU -> switch -> GPU latency, in-switch reduction, SMs).
+models::FabricFacts fabric_facts(const PlatformConfig& config);
+
 class Platform : public sc_core::sc_module {
  public:
   Platform(sc_core::sc_module_name name, const PlatformConfig& config, const workloads::Job& job,

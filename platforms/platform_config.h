@@ -36,6 +36,10 @@ struct NvlinkFabric {
   LinkSpec link;                      // one NVLink; bandwidth defaults to the GPU's per-port rate
   double switch_latency_ns = 100.0;   // crossbar pipeline per hop
   bool in_switch_reduction = false;   // NVLink SHARP (NVSwitch gen3)
+  // A GPU stripes its packets over all its NVLinks, so every transfer uses every NVSwitch chip
+  // at once: the chips are simulated as one crossbar whose ports bond all of a GPU's NVLinks
+  // (false: one crossbar per chip, and each chunk takes one chip by ECMP).
+  bool striped = true;
 };
 
 // The PCIe tree: `switches` PCIe switches, each with an equal share of the node's GPUs and NICs

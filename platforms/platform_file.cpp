@@ -281,6 +281,7 @@ const std::map<std::string, Setter>& leaves() {
     add_link(t, "node.nvlink.link", [](C& c) -> LinkSpec& { return c.node.nvlink.link; });
     add_number(t, "node.nvlink.switch_latency_ns", [](C& c) -> double& { return c.node.nvlink.switch_latency_ns; });
     add_bool(t, "node.nvlink.in_switch_reduction", [](C& c) -> bool& { return c.node.nvlink.in_switch_reduction; });
+    add_bool(t, "node.nvlink.striped", [](C& c) -> bool& { return c.node.nvlink.striped; });
 
     add_int(t, "node.pcie.switches", [](C& c) -> int& { return c.node.pcie.switches; });
     add_link(t, "node.pcie.link", [](C& c) -> LinkSpec& { return c.node.pcie.link; });
@@ -624,8 +625,8 @@ std::vector<Derived> derived_values(const PlatformConfig& c) {
 void file_defaults(PlatformConfig& c) {
   LinkSpec& nvlink = c.node.nvlink.link;  // bandwidth: the GPU type's per-port rate
   nvlink.latency_ns = 150.0;
-  nvlink.packet_overhead_bytes = 16;
-  nvlink.max_packet_bytes = 256;
+  nvlink.packet_overhead_bytes = 32;  // 128 data bytes behind two 16-byte flits (80% of line rate)
+  nvlink.max_packet_bytes = 128;
   // PCIe gen5 x16: 32 GT/s x 16 lanes x 128/130; 256-byte TLP payload, ~24 bytes framing,
   // sequence number, header and LCRC.
   const LinkSpec pcie{63.0, 50.0, 24, 256};

@@ -110,6 +110,15 @@ void Routing::build_node_tables() {
       node_table_[size_t(v) * node_targets_ + target] = node_lists_.add(weighted(choices));
     }
   }
+  // In-switch reduction: a GPU's NVLink ports, in proportion to their bandwidth.
+  nvswitch_ports_.assign(nt.gpus, PortLists::kNone);
+  for (uint32_t i = 0; i < nt.gpus; ++i) {
+    std::vector<std::pair<uint16_t, double>> choices;
+    for (uint32_t p = 0; p < g.ports(i); ++p)
+      if (g.devices[g.neighbor(i, p)].kind == DeviceKind::NvSwitch)
+        choices.emplace_back(static_cast<uint16_t>(p), bandwidth(g, i, p));
+    nvswitch_ports_[i] = node_lists_.add(weighted(choices));
+  }
   // Each GPU leaves its node through its nearest gateways, in proportion to its first hop.
   gateway_choice_.assign(nt.gpus, PortLists::kNone);
   for (uint32_t i = 0; i < nt.gpus && gateways > 0; ++i) {
@@ -208,6 +217,13 @@ void Routing::build_network_tables() {
 uint32_t Routing::node_next(uint32_t node, uint32_t device, protocol::FabricTransfer& t) const {
   const NodeTemplate& nt = topology_.node;
   const uint64_t h = hash(t);
+  if (device < nt.gpus && (t.purpose == protocol::TransferPurpose::SwitchReduce ||
+                           t.purpose == protocol::TransferPurpose::SwitchMulticast)) {
+    if (nvswitch_ports_[device] == PortLists::kNone)
+      throw std::runtime_error("GPU " + std::to_string(node * nt.gpus + device) +
+                               " has no NVSwitch for in-switch reduction");
+    return node_lists_.pick(nvswitch_ports_[device], h);
+  }
   uint32_t target;
   if (t.destination / nt.gpus == node) {
     target = t.destination % nt.gpus;

@@ -46,7 +46,8 @@ class Routing {
 
   // The output port of node device `device` (template index) in `node` for transfer `t`.
   // Ports from node_ports(device) on are the gateway's uplinks. The source GPU's first call
-  // also picks the gateway (t.gateway) for transfers that leave the node.
+  // also picks the gateway (t.gateway) for transfers that leave the node. A GPU sends
+  // in-switch reduction and multicast chunks to one of its NVSwitches (by ECMP).
   uint32_t node_next(uint32_t node, uint32_t device, protocol::FabricTransfer& t) const;
   // The output port of network device `device` (a network switch) for transfer `t`.
   uint32_t network_next(uint32_t device, const protocol::FabricTransfer& t) const;
@@ -54,7 +55,7 @@ class Routing {
   // Consecutive chunks take consecutive entries of a weighted list, so a transfer's chunks
   // spread over equal-cost ports exactly in proportion to their bandwidth.
   static uint64_t hash(const protocol::FabricTransfer& t) {
-    return t.chunk + uint64_t(t.step) * 7 + t.flow * 13;
+    return t.chunk + uint64_t(t.step) * 7 + t.flow * 13 + uint64_t(t.channel) * 5;
   }
 
  private:
@@ -69,6 +70,7 @@ class Routing {
   std::vector<uint32_t> node_table_;     // device * node_targets_ + target -> list
   std::vector<uint32_t> gateway_choice_; // per GPU: list of gateway indices (into node_lists_)
   std::vector<int32_t> gateway_index_;   // template device -> gateway index, or -1
+  std::vector<uint32_t> nvswitch_ports_; // per GPU: its NVLink ports (in-switch reduction)
 
   PortLists net_lists_;
   uint32_t keys_ = 0;

@@ -14,6 +14,7 @@
 #include <boost/program_options.hpp>
 #include <systemc>
 
+#include "sc_main/collective_command.h"
 #include "sc_main/input_error.h"
 #include "platforms/platform_file.h"
 #include "sc_main/describe_command.h"
@@ -36,6 +37,7 @@ const char* kUsage =
     "\n"
     "commands:\n"
     "  run         simulate one training iteration (the default scenario without options)\n"
+    "  collective  one collective over a size sweep, printed like nccl-tests\n"
     "  platforms   list the built-in platforms\n"
     "  describe    a platform's modules, links, bisection bandwidth and a route between two GPUs\n"
     "  models      list the model zoo\n"
@@ -50,6 +52,8 @@ struct RunSettings {
   std::string model = "gpt3-1.3b", strategy_file;
   bool allow_oom = false;
   int64_t chunk_kib = 128;
+  std::string collective_algorithm = "auto", collective_protocol = "auto";
+  int64_t gpus_per_node = 0;
   double trace_bucket_us = 10.0;
   bool quiet = false;
 };
@@ -83,7 +87,11 @@ po::options_description run_options(RunSettings& s) {
   workload.add(model).add(strategy);
   po::options_description sim("simulation");
   sim.add_options()
-      ("chunk-kib", po::value(&s.chunk_kib)->default_value(128), "fabric chunk size, KiB");
+      ("chunk-kib", po::value(&s.chunk_kib)->default_value(128), "fabric chunk size, KiB")
+      ("collective-algorithm", po::value(&s.collective_algorithm)->default_value("auto"),
+       "ring, tree, direct, halving-doubling, hierarchical, nvls or auto (the tuner); used where it applies, an op's own algorithm wins")
+      ("collective-protocol", po::value(&s.collective_protocol)->default_value("auto"), "simple, ll, ll128 or auto")
+      ("gpus-per-node", po::value(&s.gpus_per_node), "GPUs per node for hierarchical and tree collectives (default: all)");
   po::options_description all("tessera run [options]");
   all.add(general).add(platform).add(workload).add(sim);
   return all;
@@ -254,6 +262,15 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
 
   SimulationOptions options;
   options.chunk_bytes = uint64_t(s.chunk_kib) * 1024;
+  if (!models::parse_algorithm(s.collective_algorithm, options.collectives.algorithm))
+    throw InputError("--collective-algorithm: unknown algorithm '" + s.collective_algorithm + "'");
+  if (!models::parse_protocol(s.collective_protocol, options.collectives.protocol))
+    throw InputError("--collective-protocol: unknown protocol '" + s.collective_protocol + "'");
+  if (vm.count("gpus-per-node")) {
+    if (s.gpus_per_node <= 0 || platform.gpu_count() % s.gpus_per_node != 0)
+      throw InputError("--gpus-per-node must divide the " + std::to_string(platform.gpu_count()) + " GPUs");
+    options.collectives.gpus_per_node = int(s.gpus_per_node);
+  }
   options.trace = !s.trace.empty();
   options.trace_bucket_us = s.trace_bucket_us;
   options.progress = true;
@@ -303,6 +320,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       return kOk;
     }
     if (command == "run") return command_run(rest, out, err);
+    if (command == "collective") return command_collective(rest, out, err);
     if (command == "platforms") return command_platforms(out);
     if (command == "describe") return command_describe(rest, out);
     if (command == "models") return command_models(out);

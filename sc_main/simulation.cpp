@@ -8,6 +8,7 @@
 #include <memory>
 #include <sstream>
 
+#include "models/collectives/tuner.h"
 #include "models/gpu/program_graph.h"
 #include "tlm/payload_pool.h"
 #include "tlm/sockets.h"
@@ -48,6 +49,21 @@ class TerminalProgress : public models::ProgressMonitor {
   std::chrono::steady_clock::time_point last_;
 };
 
+// Per-op algorithm names must be known before the run, not fail inside it.
+void check_collective_choices(const workloads::Job& job) {
+  std::vector<bool> seen(job.names.size(), false);
+  for (const workloads::Rank& rank : job.ranks)
+    for (const workloads::Op& op : rank.program->ops) {
+      if (op.kind != workloads::OpKind::Collective || op.algorithm == 0 || seen[op.algorithm]) continue;
+      seen[op.algorithm] = true;
+      models::CollectiveAlgorithm a;
+      models::CollectiveProtocol p;
+      if (!models::parse_algorithm_choice(job.names[op.algorithm], a, p))
+        throw std::invalid_argument("op '" + job.op_name(op) + "' names an unknown collective algorithm '" +
+                                    job.names[op.algorithm] + "'");
+    }
+}
+
 }  // namespace
 
 SimulationResult simulate(const platforms::PlatformConfig& config, const workloads::Job& job,
@@ -60,8 +76,9 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
   // time quadratic in its ports (SystemC 2.3 unregisters each from a flat list): the pool and
   // the platform live until the process ends.
   protocol::PayloadPool& pool = *new protocol::PayloadPool;
-  models::CollectiveEngineConfig collectives;
+  models::CollectiveEngineConfig collectives = options.collectives;
   collectives.chunk_bytes = options.chunk_bytes;
+  check_collective_choices(job);
   platforms::Platform& platform = *new platforms::Platform("platform", config, job, pool, collectives);
 
   // One dependency graph per distinct program.

@@ -14,7 +14,8 @@
 namespace tessera::app {
 
 struct SimulationOptions {
-  uint64_t chunk_bytes = 128 * 1024;     // fabric chunk size
+  uint64_t chunk_bytes = 128 * 1024;     // fabric chunk size (sets collectives.chunk_bytes)
+  models::CollectiveEngineConfig collectives;  // algorithm/protocol overrides, node size, costs
   bool trace = false;                    // record op spans and link activity for a trace
   double trace_bucket_us = 10.0;         // link counter resolution in the trace
   bool progress = false;                 // print progress on stderr

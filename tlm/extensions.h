@@ -41,10 +41,23 @@ enum class CollectiveOp : uint8_t {
   Reduce,
   Barrier,
   Send,
-  Recv
+  Recv,
+  AllToAllV  // all-to-all with uneven per-peer sizes (CollectiveEvent::splits)
 };
 
-enum class CollectiveAlgorithm : uint8_t { Automatic, Ring };
+// How a collective is executed (models/collectives/tuner.h documents each one).
+enum class CollectiveAlgorithm : uint8_t {
+  Automatic,        // the tuner chooses
+  Ring,             // pipelined ring (chain for broadcast/reduce)
+  Tree,             // double binary tree, pipelined
+  Direct,           // one-shot exchange with every peer
+  HalvingDoubling,  // recursive halving reduce-scatter + recursive doubling all-gather
+  Hierarchical,     // per dimension: reduce-scatter inner, all-reduce outer, all-gather inner
+  Nvls              // in-switch reduction and multicast (NVLink SHARP)
+};
+
+// NCCL's wire protocols: per-step latency and the share of the wire that carries data.
+enum class CollectiveProtocol : uint8_t { Automatic, Simple, LL, LL128 };
 
 struct CollectiveEvent : tlm::tlm_extension<CollectiveEvent> {
   const std::string* name = nullptr;
@@ -52,10 +65,13 @@ struct CollectiveEvent : tlm::tlm_extension<CollectiveEvent> {
   uint32_t op = 0;
   CollectiveOp kind = CollectiveOp::AllReduce;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Automatic;
+  CollectiveProtocol protocol = CollectiveProtocol::Automatic;
+  const uint64_t* splits = nullptr;   // AllToAllV: n x n bytes, row = sender, column = receiver
   int32_t communicator = -1;          // Job communicator index (collectives)
   int32_t peer = -1;                  // peer rank (send/recv)
   uint32_t tag = 0;                   // send/recv matching tag
   uint64_t bytes = 0;                 // NCCL message size
+  uint64_t flow = 0;                  // set by the collective engine: (communicator, call)
 
   tlm::tlm_extension_base* clone() const override { return new CollectiveEvent(*this); }
   void copy_from(const tlm::tlm_extension_base& other) override {
@@ -63,8 +79,10 @@ struct CollectiveEvent : tlm::tlm_extension<CollectiveEvent> {
   }
 };
 
-// What a chunk on the fabric belongs to.
-enum class TransferPurpose : uint8_t { Collective, PointToPoint };
+// What a chunk on the fabric belongs to. SwitchReduce and SwitchMulticast chunks are for a
+// switch with in-switch reduction: it adds up the contributions of every member and sends the
+// sum to `destination` (reduce), or copies the chunk to every member (multicast).
+enum class TransferPurpose : uint8_t { Collective, PointToPoint, SwitchReduce, SwitchMulticast };
 
 struct FabricTransfer : tlm::tlm_extension<FabricTransfer> {
   uint32_t source = 0;                // source GPU rank
@@ -75,7 +93,11 @@ struct FabricTransfer : tlm::tlm_extension<FabricTransfer> {
   uint32_t chunk = 0;                 // chunk index within the step
   uint32_t gateway = 0;               // the gateway (NIC) a transfer between nodes leaves and
                                       // arrives through: set by the source GPU's first hop
+  uint16_t channel = 0;               // collective channel (picks the GPU's fabric port)
   TransferPurpose purpose = TransferPurpose::Collective;
+  float wire_factor = 1.0f;           // wire bytes per payload byte of the protocol (LL: 2)
+  const int* members = nullptr;       // SwitchReduce/SwitchMulticast: the member ranks
+  uint32_t member_count = 0;
 
   tlm::tlm_extension_base* clone() const override { return new FabricTransfer(*this); }
   void copy_from(const tlm::tlm_extension_base& other) override {

@@ -24,8 +24,11 @@ struct LinkTiming {
     return double(bytes) + double(packets(bytes)) * double(packet_overhead_bytes);
   }
   // Time the sender's port is busy putting the chunk on the link (rounded up to 1 ps).
-  sc_core::sc_time serialization(uint64_t bytes) const {
-    const double ps = std::ceil(wire_bytes(bytes) * 1e12 / bandwidth_bytes_per_s);
+  // `protocol_factor` scales the wire bytes for a protocol that sends flags with the data
+  // (NCCL LL: 2, LL128: 128/120).
+  sc_core::sc_time serialization(uint64_t bytes, double protocol_factor = 1.0) const {
+    const double ps =
+        std::ceil(wire_bytes(bytes) * protocol_factor * 1e12 / bandwidth_bytes_per_s);
     return sc_core::sc_time::from_value(static_cast<sc_dt::uint64>(ps));
   }
   // Payload bandwidth achieved by back-to-back chunks of `bytes`.

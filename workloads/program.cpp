@@ -39,6 +39,7 @@ const char* to_string(CollectiveKind kind) {
     case CollectiveKind::Broadcast: return "broadcast";
     case CollectiveKind::Reduce: return "reduce";
     case CollectiveKind::Barrier: return "barrier";
+    case CollectiveKind::AllToAllV: return "alltoallv";
   }
   return "?";
 }
@@ -79,7 +80,7 @@ bool parse_collective_kind(const std::string& name, CollectiveKind& out) {
   for (CollectiveKind k : {CollectiveKind::AllReduce, CollectiveKind::ReduceScatter,
                            CollectiveKind::AllGather, CollectiveKind::AllToAll,
                            CollectiveKind::Broadcast, CollectiveKind::Reduce,
-                           CollectiveKind::Barrier}) {
+                           CollectiveKind::Barrier, CollectiveKind::AllToAllV}) {
     if (name == to_string(k)) {
       out = k;
       return true;
@@ -145,6 +146,10 @@ void validate(const Job& job) {
           if (static_cast<size_t>(op.slot) >= slot_seen.size()) slot_seen.resize(op.slot + 1, false);
           if (!slot_seen[op.slot]) facts.collective_slots.push_back(op.slot);
           slot_seen[op.slot] = true;
+          if (op.collective == CollectiveKind::AllToAllV &&
+              (op.splits == 0 || op.splits > job.splits.size()))
+            fail(at + " is an all-to-all-v without a size matrix");
+          if (op.algorithm >= job.names.size()) fail(at + " names an unknown algorithm");
         }
         if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
           if (op.slot < 0) fail(at + " names peer slot " + std::to_string(op.slot));

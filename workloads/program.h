@@ -34,7 +34,8 @@ enum class CollectiveKind : uint8_t {
   AllToAll,
   Broadcast,
   Reduce,
-  Barrier
+  Barrier,
+  AllToAllV  // all-to-all with per-peer sizes (Op::splits)
 };
 
 enum class DType : uint8_t { FP32, TF32, FP16, BF16, FP8 };
@@ -77,7 +78,8 @@ struct Op {
   uint64_t message_bytes = 0;    // collective: the NCCL "size" (buffer bytes per rank)
   int32_t slot = -1;             // collective: communicator slot; send/recv: peer slot
   uint32_t tag = 0;              // send/recv matching tag
-  uint32_t algorithm = 0;        // index into Job::names; 0 = automatic selection
+  uint32_t algorithm = 0;        // index into Job::names ("ring", "nvls/simple", ...); 0 = automatic
+  uint32_t splits = 0;           // AllToAllV: 1 + index into Job::splits
 
   // Added by the workload compiler (see docs/workloads.md):
   // the micro-batch this op works on, -1 for once-per-iteration ops (optimizer, gradient
@@ -123,6 +125,9 @@ struct Job {
   std::vector<Communicator> communicators;
   std::vector<Rank> ranks;
   IterationInfo info;
+  // AllToAllV sizes: n x n bytes per matrix (row = sender position in the communicator,
+  // column = receiver position).
+  std::vector<std::vector<uint64_t>> splits;
 
   uint32_t intern(const std::string& name);
   const std::string& op_name(const Op& op) const { return names[op.name]; }

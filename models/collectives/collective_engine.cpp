@@ -1,44 +1,78 @@
 #include "models/collectives/collective_engine.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace tessera::models {
 
 using protocol::CollectiveOp;
+using protocol::TransferPurpose;
 using sc_core::sc_time;
 
 namespace {
+DECLARE_EXTENDED_PHASE(LAUNCH);
 constexpr uint64_t key(uint64_t high, uint64_t low) { return (high << 32) | (low & 0xffffffffu); }
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
-const char* op_name(CollectiveOp kind) {
-  switch (kind) {
-    case CollectiveOp::AllReduce: return "allreduce";
-    case CollectiveOp::ReduceScatter: return "reducescatter";
-    case CollectiveOp::AllGather: return "allgather";
-    case CollectiveOp::AllToAll: return "alltoall";
-    case CollectiveOp::Broadcast: return "broadcast";
-    case CollectiveOp::Reduce: return "reduce";
-    case CollectiveOp::Barrier: return "barrier";
-    case CollectiveOp::Send: return "send";
-    case CollectiveOp::Recv: return "recv";
-  }
-  return "?";
-}
+// Chunks per transfer at most: larger calls get larger chunks, so a call costs a bounded number
+// of events; the pipeline's fill and drain stay below 1/256 of a step.
+constexpr uint64_t kMaxChunksPerTransfer = 256;
 }  // namespace
 
 CollectiveEngine::CollectiveEngine(sc_core::sc_module_name name, int rank,
                                    const workloads::Job& job, protocol::PayloadPool& pool,
-                                   FabricInjector& fabric, const CollectiveEngineConfig& config)
+                                   FabricInjector& fabric, const CollectiveEngineConfig& config,
+                                   SmObserver* sms)
     : sc_module(name), socket("socket"), rank_(rank), job_(job), pool_(pool), fabric_(fabric),
-      config_(config), joined_(job.communicators.size(), 0),
-      position_(job.communicators.size(), -1), finished_event_("finished") {
+      config_(config), tuner_(config.tuner, config.fabric), sm_observer_(sms),
+      joined_(job.communicators.size(), 0), position_(job.communicators.size(), -1),
+      finished_event_("finished"), peq_("latency", this, &CollectiveEngine::delayed) {
   socket.register_nb_transport_fw(this, &CollectiveEngine::nb_transport_fw);
   for (size_t c = 0; c < job.communicators.size(); ++c) {
     const auto& ranks = job.communicators[c].ranks;
     auto it = std::find(ranks.begin(), ranks.end(), rank);
     if (it != ranks.end()) position_[c] = static_cast<int>(it - ranks.begin());
+    shapes_.push_back(shape(static_cast<int>(c)));
   }
   protocol::spawn_method("complete", &finished_event_, [this] { deliver_finished(); });
+}
+
+CommunicatorShape CollectiveEngine::shape(int communicator) const {
+  const auto& ranks = job_.communicators[communicator].ranks;
+  CommunicatorShape s;
+  s.ranks = static_cast<int>(ranks.size());
+  const int g = config_.gpus_per_node;
+  std::vector<int> nodes, sizes;
+  for (int r : ranks) {
+    const int node = g > 0 ? r / g : 0;
+    auto it = std::find(nodes.begin(), nodes.end(), node);
+    if (it == nodes.end()) nodes.push_back(node), sizes.push_back(1);
+    else ++sizes[it - nodes.begin()];
+  }
+  s.nodes = std::max<int>(1, static_cast<int>(nodes.size()));
+  if (!config_.dimensions.empty()) {
+    s.dimensions = config_.dimensions;
+  } else if (!sizes.empty() &&
+             std::all_of(sizes.begin(), sizes.end(), [&](int z) { return z == sizes[0]; })) {
+    s.dimensions = {sizes[0], s.nodes};
+  }
+  return s;
+}
+
+Choice CollectiveEngine::choice(const protocol::CollectiveEvent& e) const {
+  const CommunicatorShape& s = shapes_[e.communicator];
+  const uint64_t bytes = std::max<uint64_t>(e.bytes, e.kind == CollectiveOp::Barrier ? s.ranks : 1);
+  // The call's own algorithm/protocol must run; the engine-wide ones apply where they can.
+  CollectiveAlgorithm a = e.algorithm;
+  CollectiveProtocol p = e.protocol;
+  if (a == CollectiveAlgorithm::Automatic &&
+      tuner_.unsupported(e.kind, config_.algorithm, p == CollectiveProtocol::Automatic ? config_.protocol : p, s).empty())
+    a = config_.algorithm;
+  if (p == CollectiveProtocol::Automatic &&
+      tuner_.unsupported(e.kind, a, config_.protocol, s).empty())
+    p = config_.protocol;
+  Choice c = tuner_.choose(e.kind, bytes, s, a, p);
+  if (config_.channels > 0) c.channels = config_.channels;
+  return c;
 }
 
 tlm::tlm_sync_enum CollectiveEngine::nb_transport_fw(tlm::tlm_generic_payload& gp,
@@ -53,113 +87,331 @@ tlm::tlm_sync_enum CollectiveEngine::nb_transport_fw(tlm::tlm_generic_payload& g
   return tlm::TLM_UPDATED;
 }
 
-uint64_t CollectiveEngine::chunk_size(uint64_t segment, uint32_t chunk) const {
-  const uint64_t offset = uint64_t(chunk) * config_.chunk_bytes;
-  return std::min<uint64_t>(config_.chunk_bytes, segment - offset);
+CollectiveEngine::Transfer CollectiveEngine::transfer(int peer, uint64_t bytes, int channels) const {
+  Transfer t;
+  t.peer = peer;
+  t.bytes = bytes;
+  if (bytes == 0) return t;
+  uint64_t chunk = std::min<uint64_t>(config_.chunk_bytes, ceil_div(bytes, uint64_t(channels)));
+  chunk = std::max<uint64_t>({chunk, 1, ceil_div(bytes, kMaxChunksPerTransfer)});
+  t.chunk_bytes = static_cast<uint32_t>(std::min<uint64_t>(chunk, 0xffffffffu));
+  t.chunks = static_cast<uint32_t>(ceil_div(bytes, t.chunk_bytes));
+  return t;
 }
 
 void CollectiveEngine::plan(Instance& inst, const protocol::CollectiveEvent& e) {
   const auto& ranks = job_.communicators[e.communicator].ranks;
-  const uint64_t n = ranks.size();
+  const CommunicatorShape& shape = shapes_[e.communicator];
+  const int n = static_cast<int>(ranks.size());
   const int p = position_[e.communicator];
   inst.kind = e.kind;
-  inst.next = ranks[(p + 1) % n];
-  const uint64_t bytes = std::max<uint64_t>(e.bytes, e.kind == CollectiveOp::Barrier ? n : 1);
+  inst.choice = choice(e);
+  const int C = std::max(1, inst.choice.channels);
+  const CollectiveAlgorithm algorithm = inst.choice.algorithm;
+  const ProtocolCost cost = tuner_.cost(algorithm, inst.choice.protocol);
+  inst.wire_factor = static_cast<float>(tuner_.wire_factor(algorithm, inst.choice.protocol));
+  if (config_.protocol_latencies) {
+    const double step = std::max(0.0, cost.step_us * 1e-6 - config_.fabric.hop_latency_s);
+    inst.step_delay = sc_time(step, sc_core::SC_SEC);
+  }
   if (n == 1) return;  // nothing to exchange
-  switch (e.kind) {
-    case CollectiveOp::AllReduce:
-    case CollectiveOp::Barrier:
-    case CollectiveOp::ReduceScatter:
-    case CollectiveOp::AllGather: {
-      const bool reduce_and_gather = e.kind == CollectiveOp::AllReduce || e.kind == CollectiveOp::Barrier;
-      inst.steps = static_cast<uint32_t>(reduce_and_gather ? 2 * (n - 1) : n - 1);
-      inst.segment = ceil_div(bytes, n);
-      inst.chunks = static_cast<uint32_t>(ceil_div(inst.segment, config_.chunk_bytes));
-      inst.sends_expected = inst.recvs_expected = uint64_t(inst.steps) * inst.chunks;
+  const uint64_t bytes = std::max<uint64_t>(e.bytes, e.kind == CollectiveOp::Barrier ? n : 1);
+  const bool reduce_and_gather = e.kind == CollectiveOp::AllReduce || e.kind == CollectiveOp::Barrier;
+  const bool reduce_part = reduce_and_gather || e.kind == CollectiveOp::ReduceScatter;
+  const bool gather_part = reduce_and_gather || e.kind == CollectiveOp::AllGather;
+  auto& phases = inst.phases;
+  auto add = [&](int after) -> Phase& {
+    phases.emplace_back();
+    phases.back().after = after;
+    return phases.back();
+  };
+  auto last = [&] { return static_cast<int>(phases.size()) - 1; };
+  auto rank_at = [&](int position) { return ranks[((position % n) + n) % n]; };
+
+  switch (algorithm) {
+    case CollectiveAlgorithm::Automatic:
+    case CollectiveAlgorithm::Ring: {
+      if (e.kind == CollectiveOp::Broadcast || e.kind == CollectiveOp::Reduce) {
+        // A chain along the ring: broadcast starts at the root (position 0), reduce ends there.
+        const int q = e.kind == CollectiveOp::Broadcast ? p : (p + n - 1) % n;
+        Phase& ph = add(q > 0 ? 0 : -1);
+        if (q + 1 < n) ph.sends.push_back(transfer(rank_at(p + 1), bytes, C));
+        if (q > 0) ph.receives.push_back(transfer(rank_at(p - 1), bytes, C));
+        break;
+      }
+      const uint64_t segment = ceil_div(bytes, n);
+      const int steps = (reduce_part ? n - 1 : 0) + (gather_part ? n - 1 : 0);
+      for (int s = 0; s < steps; ++s) {
+        Phase& ph = add(s - 1);
+        ph.sends.push_back(transfer(rank_at(p + 1), segment, C));
+        ph.receives.push_back(transfer(rank_at(p - 1), segment, C));
+      }
       break;
     }
-    case CollectiveOp::Broadcast:
-    case CollectiveOp::Reduce: {
-      // A chain along the ring: broadcast starts at the root (position 0), reduce ends there.
-      const uint64_t q = e.kind == CollectiveOp::Broadcast ? uint64_t(p) : (p + n - 1) % n;
-      inst.steps = static_cast<uint32_t>(n - 1);
-      inst.segment = bytes;
-      inst.chunks = static_cast<uint32_t>(ceil_div(bytes, config_.chunk_bytes));
-      inst.sends_expected = q + 1 < n ? inst.chunks : 0;
-      inst.recvs_expected = q > 0 ? inst.chunks : 0;
+    case CollectiveAlgorithm::Tree: {
+      // Groups of members by node, in communicator order; a chain inside each node and the
+      // in-order binary tree (tree 0) or its mirror image (tree 1) over the nodes.
+      const int g = config_.gpus_per_node;
+      std::vector<int> node_of(n), group_start, group_size;
+      for (int i = 0; i < n; ++i) {
+        const int node = g > 0 ? ranks[i] / g : 0;
+        if (i == 0 || node != (g > 0 ? ranks[i - 1] / g : 0))
+          group_start.push_back(i), group_size.push_back(0);
+        node_of[i] = static_cast<int>(group_start.size()) - 1;
+        ++group_size.back();
+      }
+      const int nodes = static_cast<int>(group_start.size());
+      const bool rooted = e.kind == CollectiveOp::Broadcast || e.kind == CollectiveOp::Reduce;
+      const int trees = rooted ? 1 : 2;
+      for (int t = 0; t < trees; ++t) {
+        const uint64_t share = trees == 1 ? bytes : (t == 0 ? ceil_div(bytes, 2) : bytes / 2);
+        if (share == 0) continue;
+        // Chain position inside the node (tree 1 runs the chain the other way).
+        auto chain_member = [&](int node, int index) {
+          const int size = group_size[node];
+          return group_start[node] + (t == 0 ? index : size - 1 - index);
+        };
+        const int node = node_of[p];
+        const int index = t == 0 ? p - group_start[node] : group_start[node] + group_size[node] - 1 - p;
+        int parent = -1;
+        std::vector<int> children;
+        if (index > 0) parent = chain_member(node, index - 1);
+        if (index + 1 < group_size[node]) children.push_back(chain_member(node, index + 1));
+        if (index == 0) {
+          const int mirrored = t == 0 ? node : nodes - 1 - node;
+          int up, c0, c1;
+          binary_tree(nodes, mirrored, up, c0, c1);
+          auto unmirror = [&](int m) { return t == 0 ? m : nodes - 1 - m; };
+          if (up >= 0) parent = chain_member(unmirror(up), 0);
+          for (int c : {c0, c1})
+            if (c >= 0) children.push_back(chain_member(unmirror(c), 0));
+        }
+        const bool up_phase = e.kind != CollectiveOp::Broadcast;
+        const bool down_phase = e.kind != CollectiveOp::Reduce;
+        int up_index = -1;
+        if (up_phase) {
+          Phase& ph = add(-1);
+          up_index = last();
+          if (!children.empty()) ph.after = up_index;
+          if (parent >= 0) ph.sends.push_back(transfer(ranks[parent], share, C));
+          for (int c : children) ph.receives.push_back(transfer(ranks[c], share, C));
+        }
+        if (down_phase) {
+          Phase& ph = add(-1);
+          ph.after = parent >= 0 ? last() : up_index;
+          if (parent >= 0) ph.receives.push_back(transfer(ranks[parent], share, C));
+          for (int c : children) ph.sends.push_back(transfer(ranks[c], share, C));
+        }
+      }
       break;
     }
-    case CollectiveOp::AllToAll: {
-      inst.steps = 0;  // nothing is forwarded
-      inst.segment = ceil_div(bytes, n);
-      inst.chunks = static_cast<uint32_t>(ceil_div(inst.segment, config_.chunk_bytes));
-      inst.sends_expected = inst.recvs_expected = (n - 1) * inst.chunks;
+    case CollectiveAlgorithm::Direct: {
+      if (e.kind == CollectiveOp::Broadcast || e.kind == CollectiveOp::Reduce) {
+        Phase& ph = add(-1);
+        const bool root = p == 0;
+        if (e.kind == CollectiveOp::Broadcast) {
+          if (root) for (int k = 1; k < n; ++k) ph.sends.push_back(transfer(rank_at(k), bytes, C));
+          else ph.receives.push_back(transfer(ranks[0], bytes, C));
+        } else {
+          if (root) for (int k = 1; k < n; ++k) ph.receives.push_back(transfer(rank_at(k), bytes, C));
+          else ph.sends.push_back(transfer(ranks[0], bytes, C));
+        }
+        break;
+      }
+      if (e.kind == CollectiveOp::AllToAll || e.kind == CollectiveOp::AllToAllV) {
+        Phase& ph = add(-1);
+        const uint64_t segment = ceil_div(bytes, n);
+        for (int k = 1; k < n; ++k) {
+          const int to = (p + k) % n, from = (p - k + n) % n;
+          const uint64_t out = e.splits ? e.splits[size_t(p) * n + to] : segment;
+          const uint64_t in = e.splits ? e.splits[size_t(from) * n + p] : segment;
+          if (out > 0) ph.sends.push_back(transfer(ranks[to], out, C));
+          if (in > 0) ph.receives.push_back(transfer(ranks[from], in, C));
+        }
+        break;
+      }
+      const uint64_t shard = ceil_div(bytes, n);
+      for (int part = 0; part < 2; ++part) {
+        if ((part == 0 && !reduce_part) || (part == 1 && !gather_part)) continue;
+        Phase& ph = add(phases.empty() ? -1 : last());
+        for (int k = 1; k < n; ++k) {
+          ph.sends.push_back(transfer(rank_at(p + k), shard, C));
+          ph.receives.push_back(transfer(rank_at(p - k), shard, C));
+        }
+      }
       break;
     }
-    case CollectiveOp::Send:
-    case CollectiveOp::Recv: break;
+    case CollectiveAlgorithm::HalvingDoubling: {
+      int levels = 0;
+      while ((1 << levels) < n) ++levels;
+      if (reduce_part)
+        for (int k = 0; k < levels; ++k) {
+          const int partner = p ^ (n >> (k + 1));
+          const uint64_t part = ceil_div(bytes, uint64_t(1) << (k + 1));
+          Phase& ph = add(k - 1);
+          ph.sends.push_back(transfer(ranks[partner], part, C));
+          ph.receives.push_back(transfer(ranks[partner], part, C));
+        }
+      if (gather_part)
+        for (int k = 0; k < levels; ++k) {
+          const int partner = p ^ (1 << k);
+          const uint64_t part = ceil_div(bytes, n) << k;
+          Phase& ph = add(phases.empty() ? -1 : last());
+          ph.sends.push_back(transfer(ranks[partner], part, C));
+          ph.receives.push_back(transfer(ranks[partner], part, C));
+        }
+      break;
+    }
+    case CollectiveAlgorithm::Hierarchical: {
+      // Coordinates of position p in the dimensions (innermost first); a ring in each.
+      const std::vector<int>& dims = shape.dimensions;
+      std::vector<int> stride(dims.size(), 1);
+      for (size_t d = 1; d < dims.size(); ++d) stride[d] = stride[d - 1] * dims[d - 1];
+      std::vector<uint64_t> data(dims.size() + 1, bytes);
+      for (size_t d = 0; d < dims.size(); ++d) data[d + 1] = ceil_div(data[d], dims[d]);
+      auto ring_steps = [&](size_t d) {
+        const int m = dims[d];
+        const int coordinate = (p / stride[d]) % m;
+        const int next = p + (((coordinate + 1) % m) - coordinate) * stride[d];
+        const int prev = p + (((coordinate + m - 1) % m) - coordinate) * stride[d];
+        for (int s = 0; s < m - 1; ++s) {
+          Phase& ph = add(phases.empty() ? -1 : last());
+          ph.sends.push_back(transfer(ranks[next], data[d + 1], C));
+          ph.receives.push_back(transfer(ranks[prev], data[d + 1], C));
+        }
+      };
+      if (reduce_part)
+        for (size_t d = 0; d < dims.size(); ++d) ring_steps(d);
+      if (gather_part)
+        for (size_t d = dims.size(); d-- > 0;) ring_steps(d);
+      break;
+    }
+    case CollectiveAlgorithm::Nvls: {
+      const uint64_t shard = ceil_div(bytes, n);
+      if (reduce_part) {
+        // Every shard to the switch; the sum of the own shard comes back.
+        Phase& ph = add(-1);
+        ph.purpose = TransferPurpose::SwitchReduce;
+        for (int k = 0; k < n; ++k) ph.sends.push_back(transfer(rank_at(p + k), shard, C));
+        ph.receives.push_back(transfer(-1, shard, C));
+      }
+      if (gather_part) {
+        // The own shard (its sum) through the switch to every member.
+        Phase& ph = add(phases.empty() ? -1 : last());
+        ph.purpose = TransferPurpose::SwitchMulticast;
+        ph.sends.push_back(transfer(rank_, shard, C));
+        for (int k = 0; k < n; ++k) ph.receives.push_back(transfer(rank_at(p - k), shard, C));
+      }
+      break;
+    }
+  }
+  for (Phase& ph : phases) {
+    for (const Transfer& t : ph.sends) {
+      ph.send_chunks = std::max(ph.send_chunks, t.chunks);
+      inst.sends_expected += t.chunks;
+    }
+    for (const Transfer& t : ph.receives) ph.receive_chunks += t.chunks;
+    inst.recvs_expected += ph.receive_chunks;
   }
 }
 
 void CollectiveEngine::start_collective(tlm::tlm_generic_payload& call) {
-  const protocol::CollectiveEvent& e = protocol::collective_event(call);
+  protocol::CollectiveEvent& e = protocol::collective_event(call);
   const uint32_t sequence = joined_[e.communicator]++;
   const uint64_t flow = key(uint64_t(e.communicator), sequence);
+  e.flow = flow;
   Instance& inst = instances_[flow];
   inst.call = &call;
   inst.communicator = e.communicator;
   inst.sequence = sequence;
   plan(inst, e);
-
-  // Initial sends: ring collectives send step 0; the chain's first rank sends; all-to-all
-  // sends every segment, interleaved over the peers.
-  const auto& ranks = job_.communicators[e.communicator].ranks;
-  const size_t n = ranks.size();
-  const int p = position_[e.communicator];
-  if (inst.kind == CollectiveOp::AllToAll) {
-    for (uint32_t j = 0; j < inst.chunks; ++j)
-      for (size_t k = 1; k < n; ++k) send_chunk(flow, inst, ranks[(p + k) % n], 0, j);
-  } else {
-    const bool chain = inst.kind == CollectiveOp::Broadcast || inst.kind == CollectiveOp::Reduce;
-    if (inst.sends_expected > 0 && (!chain || inst.recvs_expected == 0))
-      for (uint32_t j = 0; j < inst.chunks; ++j) send_chunk(flow, inst, inst.next, 0, j);
-  }
   // Chunks that arrived before this rank joined.
   std::vector<uint64_t> early;
   early.swap(inst.early);
-  for (uint64_t packed : early)
-    received(flow, inst, static_cast<uint32_t>(packed >> 32), static_cast<uint32_t>(packed));
+  for (uint64_t packed : early) received(flow, inst, static_cast<uint32_t>(packed >> 32));
+  const double launch_s =
+      config_.protocol_latencies ? tuner_.cost(inst.choice.algorithm, inst.choice.protocol).launch_us * 1e-6 : 0.0;
+  if (launch_s > 0) peq_.notify(call, LAUNCH, sc_time(launch_s, sc_core::SC_SEC));
+  else launch(flow);
+}
+
+void CollectiveEngine::launch(uint64_t flow) {
+  Instance& inst = instances_[flow];
+  inst.launched = true;
+  add_sms(inst.choice.channels);
+  for (size_t k = 0; k < inst.phases.size(); ++k) pump(flow, inst, k);
   check_done(flow, inst);
 }
 
-void CollectiveEngine::send_chunk(uint64_t flow, const Instance& inst, int destination,
-                                  uint32_t step, uint32_t chunk) {
+void CollectiveEngine::pump(uint64_t flow, Instance& inst, size_t k) {
+  if (!inst.launched) return;
+  Phase& ph = inst.phases[k];
+  const Phase* gate = ph.after >= 0 ? &inst.phases[ph.after] : nullptr;
+  const uint64_t slots = uint64_t(std::max(1u, config_.slots)) * ph.sends.size();
+  while (ph.next < ph.send_chunks && ph.in_flight < slots) {
+    // Chunk j may leave once the gating phase has received its share (j+1)/chunks.
+    if (gate != nullptr && gate->receive_chunks > 0 &&
+        gate->received < ceil_div(uint64_t(ph.next + 1) * gate->receive_chunks, ph.send_chunks))
+      return;
+    // Claim chunk j first: injecting may re-enter pump() (a chunk that leaves at once frees
+    // its slot from inside send_chunk).
+    const uint32_t j = ph.next++;
+    for (const Transfer& t : ph.sends)
+      if (j < t.chunks) ++ph.in_flight;
+    for (const Transfer& t : ph.sends)
+      if (j < t.chunks) send_chunk(flow, inst, ph, static_cast<uint32_t>(k), t, j);
+  }
+}
+
+void CollectiveEngine::send_chunk(uint64_t flow, const Instance& inst, const Phase& phase,
+                                  uint32_t step, const Transfer& to, uint32_t chunk) {
   tlm::tlm_generic_payload* gp = pool_.acquire();
   protocol::FabricTransfer& t = protocol::fabric_transfer(*gp);
   t.source = static_cast<uint32_t>(rank_);
-  t.destination = static_cast<uint32_t>(destination);
-  t.bytes = chunk_size(inst.segment, chunk);
+  t.destination = static_cast<uint32_t>(to.peer);
+  t.bytes = std::min<uint64_t>(to.chunk_bytes, to.bytes - uint64_t(chunk) * to.chunk_bytes);
   t.flow = flow;
   t.step = step;
   t.chunk = chunk;
-  t.purpose = protocol::TransferPurpose::Collective;
+  t.channel = static_cast<uint16_t>(chunk % std::max(1, inst.choice.channels));
+  t.purpose = phase.purpose;
+  t.wire_factor = inst.wire_factor;
+  t.members = nullptr;
+  t.member_count = 0;
+  if (phase.purpose != TransferPurpose::Collective) {
+    const auto& ranks = job_.communicators[inst.communicator].ranks;
+    t.members = ranks.data();
+    t.member_count = static_cast<uint32_t>(ranks.size());
+  }
   gp->set_data_length(static_cast<unsigned>(std::min<uint64_t>(t.bytes, 0xffffffffu)));
   bytes_injected_ += t.bytes;
   fabric_.inject(*gp, *this);
 }
 
-void CollectiveEngine::received(uint64_t flow, Instance& inst, uint32_t step, uint32_t chunk) {
+void CollectiveEngine::received(uint64_t flow, Instance& inst, uint32_t step) {
+  if (step >= inst.phases.size())
+    throw std::runtime_error(std::string(name()) + ": chunk of step " + std::to_string(step) +
+                             " for a schedule of " + std::to_string(inst.phases.size()) +
+                             " steps (members disagree on the algorithm)");
+  ++inst.phases[step].received;
   ++inst.recvs_done;
-  if (step + 1 < inst.steps) send_chunk(flow, inst, inst.next, step + 1, chunk);
+  for (size_t k = 0; k < inst.phases.size(); ++k)
+    if (inst.phases[k].after == static_cast<int>(step)) pump(flow, inst, k);
   check_done(flow, inst);
 }
 
 void CollectiveEngine::check_done(uint64_t flow, Instance& inst) {
-  if (inst.finishing || inst.call == nullptr) return;
+  if (inst.finishing || inst.call == nullptr || !inst.launched) return;
   if (inst.sends_done < inst.sends_expected || inst.recvs_done < inst.recvs_expected) return;
   inst.finishing = true;
+  add_sms(-inst.choice.channels);
   finished_flows_.push_back(flow);
   finish(inst.call);
+}
+
+void CollectiveEngine::add_sms(int delta) {
+  sms_in_use_ += delta;
+  if (sm_observer_ != nullptr) sm_observer_->collective_sms_changed(sms_in_use_);
 }
 
 void CollectiveEngine::finish(tlm::tlm_generic_payload* call) {
@@ -189,20 +441,21 @@ void CollectiveEngine::start_send(tlm::tlm_generic_payload& call) {
   Instance& inst = sends_[flow];
   inst.call = &call;
   inst.kind = CollectiveOp::Send;
-  inst.next = e.peer;
-  inst.segment = e.bytes;
-  inst.chunks = static_cast<uint32_t>(ceil_div(e.bytes, config_.chunk_bytes));
-  inst.sends_expected = inst.chunks;
-  for (uint32_t j = 0; j < inst.chunks; ++j) {
+  inst.sends_expected = ceil_div(e.bytes, config_.chunk_bytes);
+  for (uint32_t j = 0; j < inst.sends_expected; ++j) {
     tlm::tlm_generic_payload* gp = pool_.acquire();
     protocol::FabricTransfer& t = protocol::fabric_transfer(*gp);
     t.source = static_cast<uint32_t>(rank_);
     t.destination = static_cast<uint32_t>(e.peer);
-    t.bytes = chunk_size(e.bytes, j);
+    t.bytes = std::min<uint64_t>(config_.chunk_bytes, e.bytes - uint64_t(j) * config_.chunk_bytes);
     t.flow = flow;  // (destination, tag) on this side; the receiver keys by (source, tag)
     t.step = e.tag;
     t.chunk = j;
-    t.purpose = protocol::TransferPurpose::PointToPoint;
+    t.channel = static_cast<uint16_t>(j);  // spread over the GPU's port groups
+    t.purpose = TransferPurpose::PointToPoint;
+    t.wire_factor = 1.0f;
+    t.members = nullptr;
+    t.member_count = 0;
     bytes_injected_ += t.bytes;
     fabric_.inject(*gp, *this);
   }
@@ -227,26 +480,46 @@ void CollectiveEngine::match_receives(PointToPoint& p2p) {
 }
 
 void CollectiveEngine::chunk_arrived(tlm::tlm_generic_payload& gp) {
-  const protocol::FabricTransfer t = protocol::fabric_transfer(gp);
-  gp.release();
+  const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
   bytes_received_ += t.bytes;
-  if (t.purpose == protocol::TransferPurpose::PointToPoint) {
+  if (t.purpose == TransferPurpose::PointToPoint) {
     PointToPoint& p2p = receives_[key(t.source, t.step)];
     p2p.available += t.bytes;
+    gp.release();
     match_receives(p2p);
     return;
   }
   Instance& inst = instances_[t.flow];
   if (inst.call == nullptr) {
     inst.early.push_back(key(t.step, t.chunk));  // this rank has not joined yet
+    gp.release();
     return;
   }
-  received(t.flow, inst, t.step, t.chunk);
+  if (inst.step_delay != sc_core::SC_ZERO_TIME) {
+    peq_.notify(gp, protocol::ARRIVED, inst.step_delay);  // the step's handshake latency
+    return;
+  }
+  const uint64_t flow = t.flow;
+  const uint32_t step = t.step;
+  gp.release();
+  received(flow, inst, step);
+}
+
+void CollectiveEngine::delayed(tlm::tlm_generic_payload& gp, const tlm::tlm_phase& phase) {
+  if (phase == LAUNCH) {
+    launch(protocol::collective_event(gp).flow);
+    return;
+  }
+  const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
+  const uint64_t flow = t.flow;
+  const uint32_t step = t.step;
+  gp.release();
+  received(flow, instances_[flow], step);
 }
 
 void CollectiveEngine::packet_left(tlm::tlm_generic_payload& gp) {
   const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
-  if (t.purpose == protocol::TransferPurpose::PointToPoint) {
+  if (t.purpose == TransferPurpose::PointToPoint) {
     Instance& inst = sends_[t.flow];
     ++inst.sends_done;
     if (!inst.finishing && inst.sends_done == inst.sends_expected) {
@@ -256,9 +529,12 @@ void CollectiveEngine::packet_left(tlm::tlm_generic_payload& gp) {
     }
     return;
   }
-  Instance& inst = instances_[t.flow];
+  const uint64_t flow = t.flow;
+  Instance& inst = instances_[flow];
   ++inst.sends_done;
-  check_done(t.flow, inst);
+  --inst.phases[t.step].in_flight;
+  pump(flow, inst, t.step);
+  check_done(flow, inst);
 }
 
 std::vector<CollectiveEngine::Waiting> CollectiveEngine::waiting() const {
@@ -269,8 +545,8 @@ std::vector<CollectiveEngine::Waiting> CollectiveEngine::waiting() const {
     w.op = static_cast<uint32_t>(inst.call->get_address());
     w.communicator = inst.communicator;
     w.sequence = inst.sequence;
-    w.what = std::string(op_name(inst.kind)) + " on communicator " +
-             job_.communicators[inst.communicator].name + " (call " +
+    w.what = std::string(op_name(inst.kind)) + " (" + algorithm_name(inst.choice.algorithm) +
+             ") on communicator " + job_.communicators[inst.communicator].name + " (call " +
              std::to_string(inst.sequence) + "), " +
              std::to_string(inst.recvs_expected - inst.recvs_done) + " of " +
              std::to_string(inst.recvs_expected) + " chunks not received";

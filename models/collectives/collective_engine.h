@@ -1,15 +1,30 @@
 // The collective engine a GPU runs: an NCCL-like library that turns a collective call into
 // chunked fabric transfers.
 //
-// Algorithms (one channel):
-//  - ring all-reduce: 2(n-1) steps; in step s rank p sends segment (p - s) mod n to its ring
-//    successor; a chunk of step s+1 leaves as soon as the same chunk of step s has arrived, so
-//    steps pipeline chunk by chunk. Reduce-scatter and all-gather are n-1 steps of the same ring.
-//  - chain broadcast / reduce: the n-1 hops of the ring from (or towards) the root, pipelined.
-//  - direct all-to-all: every rank sends its n-1 segments straight to their owners.
-// Members are matched by communicator and call sequence number: the k-th collective a rank
-// issues on a communicator is the k-th of every other member. Chunks that arrive before a rank
-// has joined are kept (as counts) and processed when it joins.
+// A call becomes a schedule (plan): a list of phases, each with the transfers this rank sends
+// and receives (peer, bytes) and the phase whose receives gate its sends. Chunk j of a phase
+// leaves as soon as the gating phase has received its proportional share (j+1)/chunks of its
+// chunks, so the steps of every algorithm pipeline chunk by chunk:
+//  - ring: 2(n-1) phases for all-reduce (n-1 for reduce-scatter/all-gather), each sending one
+//    segment to the ring successor; chain broadcast/reduce is one self-gated phase;
+//  - tree: NCCL's double binary tree: two complementary trees (the in-order binary tree over
+//    the nodes and its mirror image, a chain inside each node), each carrying half the data,
+//    reduce up then broadcast down;
+//  - direct: one-shot exchange (all-reduce: reduce-scatter to shard owners, then all-gather);
+//  - halving-doubling: log2 n reduce-scatter phases with partners n/2, n/4, .., 1 apart, then
+//    log2 n all-gather phases back;
+//  - hierarchical: per dimension (innermost first) a ring reduce-scatter, then all-gathers in
+//    reverse: reduce-scatter in the node, all-reduce across nodes, all-gather in the node;
+//  - nvls: every rank sends each shard to the switch, which reduces and sends the sum to the
+//    shard's owner; the owner multicasts it through the switch to every member.
+// The tuner (tuner.h) picks algorithm, protocol and channel count unless the call or the
+// engine configuration forces them. Protocols cost a launch latency per call, a step latency
+// per dependent step (less what the fabric itself takes) and their flag bytes on the wire.
+// Chunk j runs on channel j mod C; a channel uses one SM while the call runs. A connection
+// (one transfer of a phase) has `slots` chunks in flight at most, as NCCL's NCCL_STEPS buffer
+// slots: the next leaves when one has left the GPU.
+// Members are matched by communicator and call sequence number. Chunks that arrive before a
+// rank has joined are kept (as (step, chunk) pairs) and counted when it joins.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +34,7 @@
 
 #include <systemc>
 
+#include "models/collectives/tuner.h"
 #include "models/link/fabric_port.h"
 #include "tlm/extensions.h"
 #include "tlm/payload_pool.h"
@@ -34,8 +50,25 @@ class FabricInjector {
   virtual void inject(tlm::tlm_generic_payload& gp, PacketSource& source) = 0;
 };
 
+// Learns how many SMs the running collectives hold (the GPU slows its compute engine).
+class SmObserver {
+ public:
+  virtual ~SmObserver() = default;
+  virtual void collective_sms_changed(int sms) = 0;
+};
+
 struct CollectiveEngineConfig {
-  uint64_t chunk_bytes = 128 * 1024;  // bytes per fabric chunk
+  uint64_t chunk_bytes = 128 * 1024;  // most bytes per fabric chunk
+  uint32_t slots = 8;                 // chunks in flight per connection (NCCL_STEPS)
+  int gpus_per_node = 0;              // node = rank / gpus_per_node; 0: all ranks in one node
+  std::vector<int> dimensions;        // hierarchical dimensions, innermost first; empty:
+                                      // {gpus_per_node, nodes}
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Automatic;  // forced where it applies
+  CollectiveProtocol protocol = CollectiveProtocol::Automatic;
+  int channels = 0;                   // 0: the tuner's count
+  bool protocol_latencies = true;     // false: no launch/step latency (closed-form tests)
+  TunerConfig tuner;
+  FabricFacts fabric;                 // filled in by the platform builder
 };
 
 class CollectiveEngine : public sc_core::sc_module, public PacketSource {
@@ -44,7 +77,7 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
 
   CollectiveEngine(sc_core::sc_module_name name, int rank, const workloads::Job& job,
                    protocol::PayloadPool& pool, FabricInjector& fabric,
-                   const CollectiveEngineConfig& config);
+                   const CollectiveEngineConfig& config, SmObserver* sms = nullptr);
 
   // A chunk for this GPU arrived from the fabric; the engine consumes (releases) it.
   void chunk_arrived(tlm::tlm_generic_payload& gp);
@@ -65,17 +98,39 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
 
   uint64_t bytes_injected() const { return bytes_injected_; }
   uint64_t bytes_received() const { return bytes_received_; }
+  int sms_in_use() const { return sms_in_use_; }
+  const Tuner& tuner() const { return tuner_; }
+  // The communicator's shape as the tuner sees it (nodes from gpus_per_node).
+  CommunicatorShape shape(int communicator) const;
+  // What the k-th collective call of any rank with this event will run (same on every member).
+  Choice choice(const protocol::CollectiveEvent& e) const;
 
  private:
+  struct Transfer {
+    int peer = -1;             // rank (receives: -1 when the switch sends it)
+    uint64_t bytes = 0;
+    uint32_t chunk_bytes = 0;
+    uint32_t chunks = 0;
+  };
+  struct Phase {
+    std::vector<Transfer> sends, receives;
+    int after = -1;            // phase whose receives gate this phase's sends
+    uint32_t send_chunks = 0;  // most chunks of any send
+    uint64_t receive_chunks = 0, received = 0;
+    uint32_t next = 0;         // next chunk index to send
+    uint32_t in_flight = 0;    // chunks injected that have not left the GPU yet
+    protocol::TransferPurpose purpose = protocol::TransferPurpose::Collective;
+  };
   struct Instance {
     tlm::tlm_generic_payload* call = nullptr;  // the command processor's transaction
-    protocol::CollectiveOp kind = protocol::CollectiveOp::AllReduce;
+    CollectiveOp kind = CollectiveOp::AllReduce;
     int communicator = -1;
     uint32_t sequence = 0;
-    uint32_t steps = 0;          // steps of the plan; a chunk of step s is forwarded as s+1
-    uint64_t segment = 0;        // bytes per step (per peer for all-to-all)
-    uint32_t chunks = 0;         // chunks per step
-    int next = -1;               // ring/chain successor rank
+    Choice choice;
+    float wire_factor = 1.0f;
+    sc_core::sc_time step_delay;
+    std::vector<Phase> phases;
+    bool launched = false;
     uint64_t sends_expected = 0, sends_done = 0;
     uint64_t recvs_expected = 0, recvs_done = 0;
     bool finishing = false;
@@ -89,33 +144,42 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
                                      sc_core::sc_time& delay);
   void start_collective(tlm::tlm_generic_payload& call);
+  void launch(uint64_t flow);
   void start_send(tlm::tlm_generic_payload& call);
   void start_receive(tlm::tlm_generic_payload& call);
   void plan(Instance& inst, const protocol::CollectiveEvent& e);
-  void send_chunk(uint64_t flow, const Instance& inst, int destination, uint32_t step,
-                  uint32_t chunk);
-  void received(uint64_t flow, Instance& inst, uint32_t step, uint32_t chunk);
+  Transfer transfer(int peer, uint64_t bytes, int channels) const;
+  void pump(uint64_t flow, Instance& inst, size_t phase);
+  void send_chunk(uint64_t flow, const Instance& inst, const Phase& phase, uint32_t step,
+                  const Transfer& to, uint32_t chunk);
+  void received(uint64_t flow, Instance& inst, uint32_t step);
   void check_done(uint64_t flow, Instance& inst);
   void match_receives(PointToPoint& p2p);
   void finish(tlm::tlm_generic_payload* call);
   void deliver_finished();
-  uint64_t chunk_size(uint64_t segment, uint32_t chunk) const;
+  void delayed(tlm::tlm_generic_payload& gp, const tlm::tlm_phase& phase);
+  void add_sms(int delta);
 
   int rank_;
   const workloads::Job& job_;
   protocol::PayloadPool& pool_;
   FabricInjector& fabric_;
   CollectiveEngineConfig config_;
+  Tuner tuner_;
+  SmObserver* sm_observer_;
   std::vector<uint32_t> joined_;
   std::vector<int> position_;  // this rank's position in each communicator, -1 if absent
+  std::vector<CommunicatorShape> shapes_;
   std::unordered_map<uint64_t, Instance> instances_;        // by flow (communicator, call)
   std::unordered_map<uint64_t, Instance> sends_;            // by (peer, tag)
   std::unordered_map<uint64_t, PointToPoint> receives_;     // by (source, tag)
   std::vector<tlm::tlm_generic_payload*> finished_;
   std::vector<uint64_t> finished_flows_;
   sc_core::sc_event finished_event_;
+  protocol::PayloadEventQueue<CollectiveEngine> peq_;  // launch and step latencies
   uint64_t bytes_injected_ = 0;
   uint64_t bytes_received_ = 0;
+  int sms_in_use_ = 0;
 };
 
 }  // namespace tessera::models

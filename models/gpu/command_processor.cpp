@@ -1,5 +1,6 @@
 #include "models/gpu/command_processor.h"
 
+#include "models/collectives/tuner.h"
 #include "tlm/extensions.h"
 
 namespace tessera::models {
@@ -67,11 +68,17 @@ void CommandProcessor::issue(uint32_t index) {
     e.bytes = op.message_bytes;
     e.tag = op.tag;
     e.algorithm = protocol::CollectiveAlgorithm::Automatic;
+    e.protocol = protocol::CollectiveProtocol::Automatic;
+    e.splits = nullptr;
     e.communicator = -1;
     e.peer = -1;
     if (op.kind == OpKind::Collective) {
-      e.kind = static_cast<protocol::CollectiveOp>(op.collective);
+      e.kind = collective_op(op.collective);
       e.communicator = rank_->communicators[op.slot];
+      if (op.algorithm != 0)
+        parse_algorithm_choice(job_->names[op.algorithm], e.algorithm, e.protocol);
+      if (op.collective == workloads::CollectiveKind::AllToAllV)
+        e.splits = job_->splits[op.splits - 1].data();
     } else {
       e.kind = op.kind == OpKind::Send ? protocol::CollectiveOp::Send : protocol::CollectiveOp::Recv;
       e.peer = rank_->peers[op.slot];

@@ -40,9 +40,30 @@ tlm::tlm_sync_enum ComputeEngine::nb_transport_fw(tlm::tlm_generic_payload& gp,
 void ComputeEngine::start_next() {
   if (queue_.empty()) return;
   running_ = queue_.pop();
-  started_ = sc_core::sc_time_stamp();
+  started_ = progress_at_ = sc_core::sc_time_stamp();
   if (!copy_engine_) activity_.compute_begin();
-  done_.notify(kernel_time(protocol::compute_event(*running_)));
+  const sc_time full = kernel_time(protocol::compute_event(*running_));
+  if (share_ >= 1.0) {
+    remaining_ = full.to_seconds();
+    done_.notify(full);
+    return;
+  }
+  remaining_ = full.to_seconds();
+  done_.notify(sc_time::from_value(static_cast<sc_dt::uint64>(std::ceil(remaining_ / share_ * 1e12))));
+}
+
+void ComputeEngine::set_sm_share(double share) {
+  if (copy_engine_) return;
+  share = std::clamp(share, 1e-3, 1.0);
+  if (share == share_) return;
+  if (running_ != nullptr) {
+    const sc_time now = sc_core::sc_time_stamp();
+    remaining_ = std::max(0.0, remaining_ - (now - progress_at_).to_seconds() * share_);
+    progress_at_ = now;
+    done_.cancel();
+    done_.notify(sc_time::from_value(static_cast<sc_dt::uint64>(std::ceil(remaining_ / share * 1e12))));
+  }
+  share_ = share;
 }
 
 void ComputeEngine::kernel_done() {

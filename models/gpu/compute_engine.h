@@ -24,6 +24,11 @@ class ComputeEngine : public sc_core::sc_module {
   // Time one kernel (or copy) takes on an otherwise idle engine.
   sc_core::sc_time kernel_time(const protocol::ComputeEvent& kernel) const;
 
+  // The share of the GPU's SMs kernels may use (collective kernels hold the rest). A running
+  // kernel's remaining work is re-timed at the new rate; the copy engine uses no SMs.
+  void set_sm_share(double share);
+  double sm_share() const { return share_; }
+
  private:
   tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
                                      sc_core::sc_time& delay);
@@ -37,6 +42,9 @@ class ComputeEngine : public sc_core::sc_module {
   RingQueue<tlm::tlm_generic_payload*> queue_;
   tlm::tlm_generic_payload* running_ = nullptr;
   sc_core::sc_time started_;
+  double share_ = 1.0;
+  double remaining_ = 0;           // seconds of work left at full speed (running kernel)
+  sc_core::sc_time progress_at_;   // when remaining_ was last brought up to date
   sc_core::sc_event done_;
 };
 

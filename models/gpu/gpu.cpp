@@ -1,5 +1,6 @@
 #include "models/gpu/gpu.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -15,13 +16,16 @@ Gpu::Gpu(sc_core::sc_module_name name, int rank, const GpuConfig& config,
   compute_ = std::make_unique<ComputeEngine>("compute_engine", config_.spec, hbm_, activity_, false);
   copy_ = std::make_unique<ComputeEngine>("copy_engine", config_.spec, hbm_, activity_, true);
   collectives_ = std::make_unique<CollectiveEngine>("collective_engine", rank, job, pool, *this,
-                                                    config_.collectives);
+                                                    config_.collectives, this);
   command_processor_ = std::make_unique<CommandProcessor>("command_processor", pool, activity_);
   command_processor_->to_compute.bind(compute_->socket);
   command_processor_->to_copy.bind(copy_->socket);
   command_processor_->to_collectives.bind(collectives_->socket);
   for (unsigned p = 0; p < config_.fabric_ports; ++p) {
-    egress_.push_back(std::make_unique<EgressPort>(("out" + std::to_string(p)).c_str(), 1));
+    // Two inputs, arbitrated round-robin: chunks of consecutive steps come from different
+    // SMs/warps and share the port fairly (an NVLS multicast does not queue behind the
+    // whole reduce phase).
+    egress_.push_back(std::make_unique<EgressPort>(("out" + std::to_string(p)).c_str(), 2));
     ingress_.push_back(std::make_unique<IngressPort>(("in" + std::to_string(p)).c_str(),
                                                      *this, p, config_.ingress_buffer_chunks));
   }
@@ -32,7 +36,12 @@ void Gpu::inject(tlm::tlm_generic_payload& gp, PacketSource& source) {
   const unsigned port = router_->route(protocol::fabric_transfer(gp));
   if (port >= egress_.size())
     throw std::logic_error(std::string(name()) + ": route to port " + std::to_string(port));
-  egress_[port]->enqueue(0, gp, source);
+  egress_[port]->enqueue(protocol::fabric_transfer(gp).step & 1, gp, source);
+}
+
+void Gpu::collective_sms_changed(int sms) {
+  const int total = std::max(1, config_.spec.sm_count);
+  compute_->set_sm_share(double(std::max(0, total - sms)) / total);
 }
 
 void Gpu::packet_arrived(unsigned port, tlm::tlm_generic_payload& gp) {

@@ -25,7 +25,7 @@ struct GpuConfig {
   CollectiveEngineConfig collectives;
 };
 
-class Gpu : public sc_core::sc_module, public PacketSink, public FabricInjector {
+class Gpu : public sc_core::sc_module, public PacketSink, public FabricInjector, public SmObserver {
  public:
   Gpu(sc_core::sc_module_name name, int rank, const GpuConfig& config, const workloads::Job& job,
       protocol::PayloadPool& pool);
@@ -47,6 +47,8 @@ class Gpu : public sc_core::sc_module, public PacketSink, public FabricInjector 
 
   void packet_arrived(unsigned port, tlm::tlm_generic_payload& gp) override;
   void inject(tlm::tlm_generic_payload& gp, PacketSource& source) override;
+  // Collective kernels hold `sms` SMs: compute kernels get the rest.
+  void collective_sms_changed(int sms) override;
 
  private:
   int rank_;

@@ -81,8 +81,8 @@ void EgressPort::try_send() {
   current_ = queues_[input].pop();
   --queued_;
 
-  current_serialization_ =
-      link_->timing().serialization(protocol::fabric_transfer(*current_.gp).bytes) + chunk_overhead_;
+  const protocol::FabricTransfer& t = protocol::fabric_transfer(*current_.gp);
+  current_serialization_ = link_->timing().serialization(t.bytes, t.wire_factor) + chunk_overhead_;
   state_ = State::AwaitingAccept;
   tlm::tlm_phase phase = tlm::BEGIN_REQ;
   sc_time delay = current_serialization_ + hop_latency_ + link_->timing().latency;
@@ -110,7 +110,8 @@ tlm::tlm_sync_enum EgressPort::nb_transport_bw(tlm::tlm_generic_payload& gp, tlm
     return tlm::TLM_ACCEPTED;
   }
   // BEGIN_RESP: the chunk arrived whole at the far end; the hop transaction is over.
-  link_->carried(protocol::fabric_transfer(gp).bytes);
+  const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
+  link_->carried(t.bytes, t.wire_factor);
   return tlm::TLM_COMPLETED;
 }
 

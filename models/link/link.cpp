@@ -2,10 +2,10 @@
 
 namespace tessera::models {
 
-void Link::carried(uint64_t bytes) {
+void Link::carried(uint64_t bytes, double protocol_factor) {
   bytes_ += bytes;
   ++chunks_;
-  const sc_core::sc_time serialization = timing_.serialization(bytes);
+  const sc_core::sc_time serialization = timing_.serialization(bytes, protocol_factor);
   busy_ += serialization;
   if (bucket_ != sc_core::SC_ZERO_TIME) {
     // Attribute the bytes to the bucket in which serialization started.

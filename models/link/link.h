@@ -34,8 +34,9 @@ class Link {
   const std::vector<uint64_t>& activity() const { return activity_; }
   sc_core::sc_time activity_bucket() const { return bucket_; }
 
-  // A chunk of `bytes` arrived whole at the far end at the current time.
-  void carried(uint64_t bytes);
+  // A chunk of `bytes` (on the wire: scaled by the protocol factor) arrived whole at the far end
+  // at the current time.
+  void carried(uint64_t bytes, double protocol_factor = 1.0);
 
  private:
   std::string name_;

@@ -48,6 +48,10 @@ class Crossbar : public sc_core::sc_module, public PacketSink {
   void forward(unsigned in, unsigned out, tlm::tlm_generic_payload& gp) {
     egress_[out]->enqueue(in, gp, *ingress_[in]);
   }
+  // Queues a chunk that does not hold an ingress buffer slot (`source` learns when it leaves).
+  void send(unsigned in, unsigned out, tlm::tlm_generic_payload& gp, PacketSource& source) {
+    egress_[out]->enqueue(in, gp, source);
+  }
   unsigned route(tlm::tlm_generic_payload& gp) const;
 
  private:

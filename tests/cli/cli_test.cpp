@@ -246,3 +246,57 @@ TEST(Cli, MalformedJobFilesNameFileLineAndKey) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CliCollective, PrintsTheNcclTestsTableWithBusBandwidth) {
+  const Result r = tessera("collective --platform dgx-h100 --op allreduce -b 1M -e 4M");
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* column : {"size", "count", "type", "time", "algbw", "busbw"})
+    EXPECT_NE(r.out.find(column), std::string::npos) << column;
+  // Three rows (1M, 2M, 4M); busbw = algbw * 2(n-1)/n on each.
+  std::istringstream in(r.out);
+  std::string line;
+  int rows = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream f(line);
+    double size, count, root, time, algbw, busbw;
+    std::string type, redop;
+    ASSERT_TRUE(f >> size >> count >> type >> redop >> root >> time >> algbw >> busbw) << line;
+    EXPECT_EQ(count, size / 4);
+    EXPECT_NEAR(algbw, size / (time * 1e-6) / 1e9, 0.01 + 0.01 * algbw);
+    EXPECT_NEAR(busbw, algbw * 1.75, 0.02 + 0.01 * busbw);
+    ++rows;
+  }
+  EXPECT_EQ(rows, 3);
+  // The same inputs give the same output, byte for byte.
+  EXPECT_EQ(tessera("collective --platform dgx-h100 --op allreduce -b 1M -e 4M").out, r.out);
+}
+
+TEST(CliCollective, ForcedAlgorithmAndProtocolAreUsed) {
+  const Result r = tessera("collective --platform dgx-h100 -b 64M -e 64M --algorithm ring --protocol ll128");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("ring/ll128"), std::string::npos) << r.out;
+  const Result h = tessera("collective --platform dgx-h100 -b 64M -e 64M --algorithm hierarchical --gpus-per-node 4");
+  ASSERT_EQ(h.status, 0) << h.err;
+  EXPECT_NE(h.out.find("hierarchical/"), std::string::npos) << h.out;
+}
+
+TEST(CliCollective, BadInputGetsOneLineAndStatus2) {
+  expect_bad_input("collective --op allshuffle", "allshuffle");
+  expect_bad_input("collective --max-bytes 12X", "12X");
+  expect_bad_input("collective --min-bytes 0", "min-bytes");
+  expect_bad_input("collective -b 1G -e 1M", "max-bytes");
+  expect_bad_input("collective -f 1", "step-factor");
+  expect_bad_input("collective --algorithm zigzag", "zigzag");
+  expect_bad_input("collective --protocol ll64", "ll64");
+  expect_bad_input("collective --platform dgx-a100 --algorithm nvls", "in-switch reduction");
+  expect_bad_input("collective --algorithm halving-doubling --gpus 6 --set node.pcie.switches=2", "power-of-two");
+  expect_bad_input("collective --gpus-per-node 3", "gpus-per-node");
+  expect_bad_input("collective --compare /nonexistent/m.csv", "/nonexistent/m.csv");
+  expect_bad_input("collective --svg out.svg", "--compare");
+  expect_bad_input("run --collective-algorithm zigzag --layers 1", "zigzag");
+}
+
+}  // namespace

@@ -15,11 +15,13 @@ using workloads::CollectiveKind;
 
 constexpr double kLinkGBps = 450.0;
 
+// Ring (chain for broadcast) with no protocol latencies: the fabric's own closed form.
 nlohmann::json run(const platforms::PlatformConfig& p, const workloads::Job& job,
                    uint64_t chunk_bytes = 128 * 1024) {
   return run_in_child([&] {
     app::SimulationOptions o;
     o.chunk_bytes = chunk_bytes;
+    o.collectives = testing::ideal_collectives(models::CollectiveAlgorithm::Ring);
     return testing::summarize(app::simulate(p, job, o));
   });
 }
@@ -130,6 +132,7 @@ TEST(LinkSharing, TwoTransfersIntoOneOutputPortEachGetHalf) {
   const auto p = ideal_node(4, kLinkGBps);
   const nlohmann::json r = run_in_child([&] {
     app::SimulationOptions o;
+    o.collectives = testing::ideal_collectives(models::CollectiveAlgorithm::Ring);
     o.trace = true;
     return testing::summarize(app::simulate(p, job, o));
   });

@@ -47,8 +47,8 @@ TEST(ShippedPlatforms, DgxH100) {
   EXPECT_TRUE(c.node.nvlink.in_switch_reduction);
   EXPECT_DOUBLE_EQ(c.node.nvlink.link.bandwidth_gb_per_s, 25.0);
   EXPECT_DOUBLE_EQ(c.node.nvlink.link.latency_ns, 150.0);
-  EXPECT_EQ(c.node.nvlink.link.packet_overhead_bytes, 16u);
-  EXPECT_EQ(c.node.nvlink.link.max_packet_bytes, 256u);
+  EXPECT_EQ(c.node.nvlink.link.packet_overhead_bytes, 32u);
+  EXPECT_EQ(c.node.nvlink.link.max_packet_bytes, 128u);
   EXPECT_DOUBLE_EQ(c.node.nvlink.switch_latency_ns, 100.0);
   EXPECT_EQ(c.node.nics.count, 8);
   EXPECT_DOUBLE_EQ(c.node.nics.line_rate_gbit_per_s, 400.0);

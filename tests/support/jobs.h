@@ -110,6 +110,18 @@ inline platforms::PlatformConfig ideal_node(int gpus, double link_gbps = 450.0) 
   return p;
 }
 
+// An engine that runs `algorithm` with the simple protocol and no launch or step latency, so
+// times are the fabric's closed forms.
+inline models::CollectiveEngineConfig ideal_collectives(models::CollectiveAlgorithm algorithm,
+                                                        int gpus_per_node = 0) {
+  models::CollectiveEngineConfig c;
+  c.algorithm = algorithm;
+  c.protocol = models::CollectiveProtocol::Simple;
+  c.protocol_latencies = false;
+  c.gpus_per_node = gpus_per_node;
+  return c;
+}
+
 inline nlohmann::json summarize(const app::SimulationResult& r) {
   nlohmann::json j;
   j["iteration_time_s"] = r.iteration_time_s;

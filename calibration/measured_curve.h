@@ -1,0 +1,29 @@
+// A measured bus-bandwidth curve (CSV: '#' source lines, then a header naming size_bytes and
+// either ip_time_us or a busbw column), as the validation data sets under tests/validation/data
+// hold them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessera::calibration {
+
+struct MeasuredPoint {
+  uint64_t size_bytes = 0;
+  double busbw_gbps = 0;  // GB/s (1e9 bytes/s)
+};
+
+struct MeasuredCurve {
+  std::string path;
+  std::vector<std::string> source;  // the '#' lines, without '#'
+  std::vector<MeasuredPoint> points;
+};
+
+// Reads the CSV. With an in-place time column the bus bandwidth is recomputed from the time
+// (the printed busbw has two decimals, too coarse for small sizes): busbw = size/time * factor.
+// `busbw_factor` is nccl-tests' factor for the operation. Throws std::runtime_error naming the
+// file and line on bad input.
+MeasuredCurve read_measured_curve(const std::string& path, double busbw_factor);
+
+}  // namespace tessera::calibration

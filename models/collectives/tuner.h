@@ -1,0 +1,123 @@
+// Algorithm and protocol selection for one collective call, in the manner of NCCL's tuner
+// (src/graph/tuning.cc): every (algorithm, protocol) pair the call can use gets a predicted time
+//
+//     t = launch(a, p) + steps(a, n) * step(a, p) + wire_bytes(a, S, n) * wire_factor(p) / B
+//
+// and the smallest wins. launch and step are NCCL's measured latencies (baseLat and hwLat for
+// NVLink); steps is the number of dependent steps of the schedule; wire_bytes what the busiest
+// GPU port carries; wire_factor what the protocol adds to the wire (LL: 8-byte lines of 4 data
+// and 4 flag bytes, 2x; LL128: 120 data bytes per 128-byte line, 128/120x; Simple 1x; NVLS: the
+// switch's reduction runs at nvls_efficiency of the link); B the GPU's effective fabric
+// bandwidth (packet overhead included). docs/collectives.md gives each schedule and its cost.
+//
+// The same function is the engine's choice on every rank (it depends only on the call, the
+// communicator shape and the platform), so all members run the same schedule.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tlm/extensions.h"
+#include "workloads/program.h"
+
+namespace tessera::models {
+
+using protocol::CollectiveAlgorithm;
+using protocol::CollectiveOp;
+using protocol::CollectiveProtocol;
+
+const char* algorithm_name(CollectiveAlgorithm a);
+const char* protocol_name(CollectiveProtocol p);
+const char* op_name(CollectiveOp op);
+// "ring", "tree", "direct", "halving-doubling", "hierarchical", "nvls", "auto"; false if unknown.
+bool parse_algorithm(const std::string& name, CollectiveAlgorithm& out);
+// "simple", "ll", "ll128", "auto" (case-insensitive); false if unknown.
+bool parse_protocol(const std::string& name, CollectiveProtocol& out);
+// A per-op choice "algorithm" or "algorithm/protocol" (e.g. "ring/ll128"); false if unknown.
+bool parse_algorithm_choice(const std::string& text, CollectiveAlgorithm& algorithm,
+                            CollectiveProtocol& protocol);
+// The engine's name of a workload collective.
+CollectiveOp collective_op(workloads::CollectiveKind kind);
+
+// Latency of one protocol on one algorithm family, microseconds.
+struct ProtocolCost {
+  double launch_us = 0;  // once per call (NCCL baseLat)
+  double step_us = 0;    // per dependent step, end to end over NVLink (NCCL hwLat)
+};
+
+// NCCL's protocol costs (tuning.cc, NCCL 2.18-2.21, NVLink rows), indexed [Simple, LL, LL128].
+struct TunerConfig {
+  ProtocolCost ring[3] = {{8.4, 3.4}, {6.6, 0.6}, {14.0, 1.9}};
+  ProtocolCost tree[3] = {{0.0, 28.0}, {6.8, 0.6}, {14.0, 1.25}};
+  // NCCL models NVLS as one 23 us latency; our schedule has two dependent steps (reduce in the
+  // switch, multicast back), so half of it each.
+  ProtocolCost nvls = {0.0, 11.5};
+  double nvls_efficiency = 0.85;  // NCCL nvlsEfficiency for Hopper: switch reduction vs link rate
+  int max_channels = 16;          // parallel rings/trees, one SM each
+  uint64_t bytes_per_channel = 512 * 1024;  // fewer channels for smaller calls
+};
+
+// What the tuner knows of the platform; the platform builder fills it in.
+struct FabricFacts {
+  double gpu_bandwidth = 0;     // effective payload bytes/s a GPU sends (and receives) on its ports
+  double hop_latency_s = 0;     // GPU -> switch -> GPU, beyond serialization
+  bool in_switch_reduction = false;
+  int sm_count = 132;
+};
+
+struct CommunicatorShape {
+  int ranks = 1;
+  int nodes = 1;
+  std::vector<int> dimensions;  // hierarchical dimensions, innermost first (product = ranks)
+};
+
+struct Choice {
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;
+  CollectiveProtocol protocol = CollectiveProtocol::Simple;
+  int channels = 1;
+  double predicted_s = 0;
+};
+
+class Tuner {
+ public:
+  Tuner(const TunerConfig& config, const FabricFacts& fabric) : config_(config), fabric_(fabric) {}
+
+  // The pair to run: the forced ones where given (throws std::invalid_argument naming why if
+  // the call cannot run that way), else the fastest predicted.
+  Choice choose(CollectiveOp op, uint64_t bytes, const CommunicatorShape& shape,
+                CollectiveAlgorithm algorithm = CollectiveAlgorithm::Automatic,
+                CollectiveProtocol protocol = CollectiveProtocol::Automatic) const;
+
+  // Empty when `algorithm` with `protocol` can run `op` on `shape`, else the reason.
+  std::string unsupported(CollectiveOp op, CollectiveAlgorithm algorithm,
+                          CollectiveProtocol protocol, const CommunicatorShape& shape) const;
+  // Predicted time in seconds (the cost model above).
+  double predict(CollectiveOp op, uint64_t bytes, const CommunicatorShape& shape,
+                 CollectiveAlgorithm algorithm, CollectiveProtocol protocol) const;
+
+  ProtocolCost cost(CollectiveAlgorithm algorithm, CollectiveProtocol protocol) const;
+  // Dependent steps of the schedule (each pays step_us once on the critical path).
+  static int steps(CollectiveOp op, CollectiveAlgorithm algorithm, const CommunicatorShape& shape);
+  // Payload bytes the busiest GPU port sends for a call of `bytes`.
+  static double wire_bytes(CollectiveOp op, CollectiveAlgorithm algorithm, uint64_t bytes,
+                           const CommunicatorShape& shape);
+  // Wire bytes per payload byte of a protocol (and of NVLS transfers).
+  double wire_factor(CollectiveAlgorithm algorithm, CollectiveProtocol protocol) const;
+  int channels(uint64_t bytes) const;
+
+  const TunerConfig& config() const { return config_; }
+  const FabricFacts& fabric() const { return fabric_; }
+
+ private:
+  TunerConfig config_;
+  FabricFacts fabric_;
+};
+
+// Depth of the in-order binary tree NCCL builds over n ranks (hops from root to deepest leaf).
+int binary_tree_depth(int n);
+// The in-order binary tree over positions 0..n-1 (NCCL's btree shape): parent (-1 at the root)
+// and up to two children (-1 where absent).
+void binary_tree(int n, int position, int& parent, int& child0, int& child1);
+
+}  // namespace tessera::models

@@ -1,0 +1,50 @@
+#include "models/switch/nvswitch.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace tessera::models {
+
+void NvSwitch::packet_arrived(unsigned port, tlm::tlm_generic_payload& gp) {
+  const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
+  if (t.purpose == protocol::TransferPurpose::SwitchReduce) return reduce(port, gp);
+  if (t.purpose == protocol::TransferPurpose::SwitchMulticast) return multicast(port, gp);
+  forward(port, route(gp), gp);
+}
+
+void NvSwitch::reduce(unsigned port, tlm::tlm_generic_payload& gp) {
+  if (!config_.in_switch_reduction)
+    throw std::runtime_error(std::string(name()) + ": in-switch reduction requested of a switch without it");
+  const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
+  // The part key: the destination (owner of the reduced shard), step and chunk.
+  const uint64_t part = (uint64_t(t.destination) << 48) ^ (uint64_t(t.step) << 32) ^ t.chunk;
+  // Every contribution is added into the reduction unit's sum and leaves the ingress buffer.
+  ingress(port).packet_left(gp);
+  if (!reductions_.contribute(t.flow, part, t.member_count)) {
+    gp.release();
+    return;
+  }
+  ++reduced_;
+  // The last contribution's payload carries the sum from the reduction unit to the owner.
+  send(port, route(gp), gp, copies_);
+}
+
+void NvSwitch::multicast(unsigned port, tlm::tlm_generic_payload& gp) {
+  if (!config_.in_switch_reduction || config_.pool == nullptr)
+    throw std::runtime_error(std::string(name()) + ": multicast requested of a switch without it");
+  const protocol::FabricTransfer t = protocol::fabric_transfer(gp);
+  const unsigned length = gp.get_data_length();
+  ingress(port).packet_left(gp);
+  gp.release();
+  ++multicast_;
+  for (uint32_t m = 0; m < t.member_count; ++m) {
+    tlm::tlm_generic_payload* copy = config_.pool->acquire();
+    protocol::FabricTransfer& c = protocol::fabric_transfer(*copy);
+    c = t;
+    c.destination = static_cast<uint32_t>(t.members[m]);
+    copy->set_data_length(length);
+    send(port, route(*copy), *copy, copies_);
+  }
+}
+
+}  // namespace tessera::models

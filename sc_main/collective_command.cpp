@@ -1,0 +1,292 @@
+#include "sc_main/collective_command.h"
+
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include <boost/program_options.hpp>
+
+#include "calibration/measured_curve.h"
+#include "calibration/nccl_tests.h"
+#include "calibration/svg_plot.h"
+#include "sc_main/cli.h"
+#include "platforms/platform.h"
+#include "sc_main/input_error.h"
+#include "sc_main/platform_options.h"
+#include "sc_main/report.h"
+
+namespace po = boost::program_options;
+
+namespace tessera::app {
+
+namespace {
+
+// "16G", "512K", "8" -> bytes (K = 1024).
+uint64_t parse_size(const std::string& text, const char* option) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw InputError(std::string("--") + option + ": not a size: '" + text + "'");
+  }
+  std::string suffix = text.substr(used);
+  double scale = 1;
+  if (suffix == "K" || suffix == "k" || suffix == "KiB") scale = 1024.0;
+  else if (suffix == "M" || suffix == "m" || suffix == "MiB") scale = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "g" || suffix == "GiB") scale = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty() && suffix != "B")
+    throw InputError(std::string("--") + option + ": unknown size suffix in '" + text + "' (K, M, G)");
+  if (!(value > 0) || value * scale > 1e15)
+    throw InputError(std::string("--") + option + " must be a positive size, got '" + text + "'");
+  return static_cast<uint64_t>(std::llround(value * scale));
+}
+
+workloads::CollectiveKind parse_op(const std::string& name) {
+  std::string n;
+  for (char c : name)
+    if (c != '_' && c != '-') n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  workloads::CollectiveKind kind;
+  if (n == "alltoallv" || !workloads::parse_collective_kind(n, kind))
+    throw InputError("--op: unknown collective '" + name +
+                     "' (allreduce, reducescatter, allgather, alltoall, broadcast, reduce)");
+  return kind;
+}
+
+}  // namespace
+
+std::vector<uint64_t> sweep_sizes(uint64_t min_bytes, uint64_t max_bytes, double factor) {
+  std::vector<uint64_t> sizes;
+  for (double s = double(min_bytes); s <= double(max_bytes) * (1 + 1e-12); s *= factor) {
+    sizes.push_back(static_cast<uint64_t>(std::llround(s)));
+    if (factor <= 1) break;
+  }
+  return sizes;
+}
+
+std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const SweepSettings& s) {
+  const workloads::CollectiveKind kind = parse_op(s.op);
+  const std::vector<uint64_t> sizes = sweep_sizes(s.min_bytes, s.max_bytes, s.step_factor);
+  const int n = platform.gpu_count();
+  workloads::Job job;
+  workloads::Communicator world{"world", {}};
+  for (int r = 0; r < n; ++r) world.ranks.push_back(r);
+  job.communicators.push_back(world);
+  job.stream_names.push_back("comm");
+  auto program = std::make_shared<workloads::Program>();
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    workloads::Op op;
+    op.kind = workloads::OpKind::Collective;
+    op.collective = kind;
+    op.message_bytes = sizes[i];
+    op.slot = 0;
+    op.stream = 0;
+    op.name = job.intern(std::string(workloads::to_string(kind)) + " " + std::to_string(sizes[i]));
+    program->ops.push_back(op);
+  }
+  for (int r = 0; r < n; ++r) {
+    workloads::Rank rank;
+    rank.rank = r;
+    rank.program = program;
+    rank.communicators = {0};
+    job.ranks.push_back(rank);
+  }
+  SimulationOptions options = s.options;
+  options.trace = true;                 // op spans
+  options.trace_bucket_us = 1e9;        // no link counters worth speaking of
+  const SimulationResult result = simulate(platform, job, options);
+  if (result.deadlocked) throw std::runtime_error(describe_deadlock(result));
+
+  // The tuner's choice for each size, as the engine makes it.
+  const models::CollectiveEngineConfig& engine = options.collectives;
+  const models::Tuner tuner(engine.tuner, platforms::fabric_facts(platform));
+  models::CommunicatorShape shape;
+  shape.ranks = n;
+  const int g = engine.gpus_per_node > 0 ? engine.gpus_per_node : platform.node.gpus;
+  shape.nodes = (n + g - 1) / g;
+  shape.dimensions = engine.dimensions.empty() ? std::vector<int>{g, shape.nodes} : engine.dimensions;
+
+  const double factor = calibration::bus_bandwidth_factor(workloads::to_string(kind), n);
+  std::vector<SweepRow> rows;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    SweepRow row;
+    row.size_bytes = sizes[i];
+    row.count = sizes[i] / 4;
+    double longest = 0;
+    for (const RankResult& rank : result.ranks)
+      for (const models::OpSpan& span : rank.spans)
+        if (span.op == i) longest = std::max(longest, (span.end - span.start).to_seconds());
+    row.time_us = longest * 1e6;
+    row.algbw_gbps = longest > 0 ? double(sizes[i]) / longest / 1e9 : 0;
+    row.busbw_gbps = row.algbw_gbps * factor;
+    const protocol::CollectiveOp op = models::collective_op(kind);
+    models::CollectiveAlgorithm a = engine.algorithm;
+    models::CollectiveProtocol p = engine.protocol;
+    const uint64_t bytes = std::max<uint64_t>(sizes[i], kind == workloads::CollectiveKind::Barrier ? n : 1);
+    if (!tuner.unsupported(op, a, p, shape).empty()) a = models::CollectiveAlgorithm::Automatic;
+    const models::Choice c = tuner.choose(op, bytes, shape, a, p);
+    row.algorithm = models::algorithm_name(c.algorithm);
+    row.protocol = models::protocol_name(c.protocol);
+    row.channels = engine.channels > 0 ? engine.channels : c.channels;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+int command_collective(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+  PlatformSettings platform_settings;
+  std::string op = "allreduce", min_text = "8", max_text = "128M";
+  std::string algorithm = "auto", protocol = "auto", report, compare, svg, title;
+  double factor = 2.0;
+  int64_t gpus_per_node = 0, chunk_kib = 128, channels = 0;
+  po::options_description desc("tessera collective [options]");
+  desc.add_options()
+      ("help,h", "this help")
+      ("op,o", po::value(&op)->default_value("allreduce"), "allreduce, reducescatter, allgather, alltoall, broadcast, reduce")
+      ("min-bytes,b", po::value(&min_text)->default_value("8"), "smallest size (K/M/G suffixes, K = 1024)")
+      ("max-bytes,e", po::value(&max_text)->default_value("128M"), "largest size")
+      ("step-factor,f", po::value(&factor)->default_value(2.0), "size multiplier between rows")
+      ("gpus-per-node", po::value(&gpus_per_node), "GPUs per node as the collectives see it (default: the platform's node)")
+      ("algorithm", po::value(&algorithm)->default_value("auto"), "ring, tree, direct, halving-doubling, hierarchical, nvls, auto")
+      ("protocol", po::value(&protocol)->default_value("auto"), "simple, ll, ll128, auto")
+      ("channels", po::value(&channels), "channels (default: the tuner's)")
+      ("chunk-kib", po::value(&chunk_kib)->default_value(128), "largest fabric chunk, KiB")
+      ("report", po::value(&report), "write the table as JSON to FILE")
+      ("compare", po::value(&compare), "a measured curve (CSV) to compare busbw with")
+      ("svg", po::value(&svg), "with --compare: plot simulated and measured busbw to FILE")
+      ("title", po::value(&title), "plot title");
+  desc.add(platform_options(platform_settings));
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw InputError(e.what());
+  }
+  if (vm.count("help")) {
+    out << desc << "\n";
+    return kOk;
+  }
+  SweepSettings s;
+  s.op = op;
+  parse_op(op);
+  s.min_bytes = parse_size(min_text, "min-bytes");
+  s.max_bytes = parse_size(max_text, "max-bytes");
+  if (s.max_bytes < s.min_bytes) throw InputError("--max-bytes is smaller than --min-bytes");
+  if (!(factor > 1) || factor > 1024) throw InputError("--step-factor must be above 1, got " + std::to_string(factor));
+  s.step_factor = factor;
+  if (chunk_kib <= 0) throw InputError("--chunk-kib must be positive");
+  s.options.chunk_bytes = uint64_t(chunk_kib) * 1024;
+  if (!models::parse_algorithm(algorithm, s.options.collectives.algorithm))
+    throw InputError("--algorithm: unknown algorithm '" + algorithm + "'");
+  if (!models::parse_protocol(protocol, s.options.collectives.protocol))
+    throw InputError("--protocol: unknown protocol '" + protocol + "'");
+  if (vm.count("channels") && (channels <= 0 || channels > 64)) throw InputError("--channels must be 1..64");
+  s.options.collectives.channels = int(channels);
+  const platforms::PlatformConfig platform = build_platform(platform_settings);
+  const int gpu_count = platform.gpu_count();
+  if (vm.count("gpus-per-node")) {
+    if (gpus_per_node <= 0 || gpu_count % gpus_per_node != 0)
+      throw InputError("--gpus-per-node must divide the " + std::to_string(gpu_count) + " GPUs");
+    s.options.collectives.gpus_per_node = int(gpus_per_node);
+  }
+  if (!svg.empty() && compare.empty()) throw InputError("--svg needs --compare");
+  // The forced algorithm must be able to run the operation on this platform.
+  {
+    const models::CollectiveEngineConfig& engine = s.options.collectives;
+    models::Tuner tuner(engine.tuner, platforms::fabric_facts(platform));
+    models::CommunicatorShape shape;
+    shape.ranks = gpu_count;
+    const int g = engine.gpus_per_node > 0 ? engine.gpus_per_node : platform.node.gpus;
+    shape.nodes = gpu_count / g;
+    shape.dimensions = {g, shape.nodes};
+    const std::string why = tuner.unsupported(models::collective_op(parse_op(op)), engine.algorithm,
+                                              engine.protocol, shape);
+    if (!why.empty()) throw InputError(why);
+  }
+  const double busbw_factor = calibration::bus_bandwidth_factor(workloads::to_string(parse_op(op)), gpu_count);
+  calibration::MeasuredCurve measured;
+  if (!compare.empty()) {
+    try {
+      measured = calibration::read_measured_curve(compare, busbw_factor);
+    } catch (const std::runtime_error& e) {
+      throw InputError(e.what());
+    }
+  }
+
+  const std::vector<SweepRow> rows = run_sweep(platform, s);
+
+  auto measured_at = [&](uint64_t size) -> double {
+    for (const auto& p : measured.points)
+      if (p.size_bytes == size) return p.busbw_gbps;
+    return -1;
+  };
+  out << "# tessera collective: " << op << " on " << platform.name << ", " << gpu_count
+      << " GPUs\n";
+  out << "#\n#" << std::setw(12) << "size" << std::setw(14) << "count" << std::setw(7) << "type"
+      << std::setw(7) << "redop" << std::setw(6) << "root" << std::setw(11) << "time"
+      << std::setw(9) << "algbw" << std::setw(9) << "busbw" << "  algorithm/protocol/channels";
+  if (!compare.empty()) out << std::setw(10) << "measured" << std::setw(8) << "error";
+  out << "\n#" << std::setw(12) << "(B)" << std::setw(14) << "(elements)" << std::setw(24) << ""
+      << std::setw(11) << "(us)" << std::setw(9) << "(GB/s)" << std::setw(9) << "(GB/s)";
+  if (!compare.empty()) out << std::setw(30) << "" << std::setw(10) << "(GB/s)";
+  out << "\n";
+  const bool rooted = op == "broadcast" || op == "reduce";
+  nlohmann::ordered_json json;
+  json["op"] = op;
+  json["platform"] = platform.name;
+  json["gpus"] = gpu_count;
+  for (const SweepRow& r : rows) {
+    char line[256];
+    std::snprintf(line, sizeof line, "%13llu %13llu %6s %6s %5d %10.2f %8.2f %8.2f  %s/%s/%d",
+                  (unsigned long long)r.size_bytes, (unsigned long long)r.count, "float",
+                  op == "allgather" || op == "alltoall" ? "none" : "sum", rooted ? 0 : -1,
+                  r.time_us, r.algbw_gbps, r.busbw_gbps, r.algorithm.c_str(), r.protocol.c_str(),
+                  r.channels);
+    out << line;
+    nlohmann::ordered_json j{{"size_bytes", r.size_bytes}, {"count", r.count},
+                             {"time_us", r.time_us},       {"algbw_gbps", r.algbw_gbps},
+                             {"busbw_gbps", r.busbw_gbps}, {"algorithm", r.algorithm},
+                             {"protocol", r.protocol},     {"channels", r.channels}};
+    const double m = measured_at(r.size_bytes);
+    if (m > 0) {
+      std::snprintf(line, sizeof line, "%10.2f %+7.1f%%", m, 100.0 * (r.busbw_gbps - m) / m);
+      out << line;
+      j["measured_busbw_gbps"] = m;
+    }
+    out << "\n";
+    json["rows"].push_back(j);
+  }
+  if (!report.empty()) {
+    try {
+      write_json_file(report, json);
+    } catch (const std::runtime_error& e) {
+      throw InputError(e.what());
+    }
+  }
+  if (!svg.empty()) {
+    calibration::Plot plot;
+    plot.title = title.empty() ? op + " bus bandwidth, " + platform.name + ", " +
+                                     std::to_string(gpu_count) + " GPUs"
+                               : title;
+    plot.x_label = "message size (bytes)";
+    plot.y_label = "busbw (GB/s)";
+    calibration::PlotSeries sim{"tessera (simulated)", "#1f77b4", false, {}, {}};
+    calibration::PlotSeries meas{"measured (nccl-tests)", "#d62728", true, {}, {}};
+    for (const SweepRow& r : rows) sim.x.push_back(double(r.size_bytes)), sim.y.push_back(r.busbw_gbps);
+    for (const auto& p : measured.points)
+      if (p.size_bytes >= s.min_bytes && p.size_bytes <= s.max_bytes)
+        meas.x.push_back(double(p.size_bytes)), meas.y.push_back(p.busbw_gbps);
+    plot.series = {sim, meas};
+    try {
+      calibration::write_svg(svg, plot);
+    } catch (const std::runtime_error& e) {
+      throw InputError(e.what());
+    }
+  }
+  return kOk;
+}
+
+}  // namespace tessera::app
