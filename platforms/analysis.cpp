@@ -171,7 +171,8 @@ std::vector<Hop> route(const PlatformGraph& graph, const Routing& routing, uint3
   uint32_t node = source / nt.gpus, v = source % nt.gpus, x = 0;
   for (int guard = 0; guard < 256; ++guard) {
     if (in_node) {
-      if (node * nt.gpus + v == destination) return hops;
+      // Only a GPU is a destination (template devices past the GPUs have indices too).
+      if (v < nt.gpus && node * nt.gpus + v == destination) return hops;
       const uint32_t port = routing.node_next(node, v, t);
       if (port < ng.ports(v)) {
         const GraphLink& l = ng.links[ng.devices[v].port_links[port]];

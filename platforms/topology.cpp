@@ -115,7 +115,8 @@ void build_node(const PlatformConfig& c, NodeTemplate& nt) {
       const double down = double(n.gpus) * c.nvlinks_to_switch(s);
       nt.uplinks.push_back(static_cast<uint32_t>(std::max(1.0, std::floor(down / c.network.oversubscription + 1e-9))));
     }
-    nt.uplink_timing = nvlink.timing();
+    // The uplinks are NVLinks cabled to the second tier: network.link describes them.
+    nt.uplink_timing = c.network.link.timing();
   } else if (topo != Topology::None) {
     for (uint32_t nic : nics) {
       nt.gateways.push_back(nic);
