@@ -351,8 +351,9 @@ class NetworkBuilder {
       for (uint32_t node = 0; node < static_cast<uint32_t>(c_.nodes); ++node) {
         std::fill(lanes.begin(), lanes.end(), 0);
         for (uint32_t u = 0; u < up; ++u) ++lanes[u % count];
+        // One network link per uplink NVLink: the builder gives a gateway one port per uplink.
         for (uint32_t i = 0; i < count; ++i)
-          if (lanes[i] > 0) attach(gateway(node, s), top[i], lanes[i]);
+          for (uint32_t l = 0; l < lanes[i]; ++l) attach(gateway(node, s), top[i]);
       }
     }
   }
