@@ -10,8 +10,11 @@ namespace tessera::platforms {
 Inventory inventory(const PlatformGraph& graph) {
   Inventory inv;
   const NodeTemplate& nt = graph.node;
-  for (const GraphDevice& d : nt.graph.devices) inv.devices[device_kind_name(d.kind)] += graph.nodes;
-  for (const GraphLink& l : nt.graph.links) inv.links[link_kind_name(l.kind)] += graph.nodes;
+  // A striped NVSwitch crossbar counts as its chips, and each of its links as one per chip.
+  for (const GraphDevice& d : nt.graph.devices) inv.devices[device_kind_name(d.kind)] += uint64_t(graph.nodes) * d.chips;
+  for (const GraphLink& l : nt.graph.links)
+    inv.links[link_kind_name(l.kind)] +=
+        uint64_t(graph.nodes) * std::max(nt.graph.devices[l.a].chips, nt.graph.devices[l.b].chips);
   const Graph& net = graph.network.graph;
   for (uint32_t x = graph.network.gateways; x < net.devices.size(); ++x)
     inv.devices[device_kind_name(net.devices[x].kind)] += 1;
@@ -171,7 +174,8 @@ std::vector<Hop> route(const PlatformGraph& graph, const Routing& routing, uint3
   uint32_t node = source / nt.gpus, v = source % nt.gpus, x = 0;
   for (int guard = 0; guard < 256; ++guard) {
     if (in_node) {
-      if (node * nt.gpus + v == destination) return hops;
+      // Only a GPU is a destination (template devices past the GPUs have indices too).
+      if (v < nt.gpus && node * nt.gpus + v == destination) return hops;
       const uint32_t port = routing.node_next(node, v, t);
       if (port < ng.ports(v)) {
         const GraphLink& l = ng.links[ng.devices[v].port_links[port]];

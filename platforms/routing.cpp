@@ -161,6 +161,17 @@ void Routing::build_network_tables() {
     key_of_[d] = it->second;
   }
   keys_ = static_cast<uint32_t>(key_switches.size());
+  // Transfers keep their gateway index across the network (rail alignment), so a key's
+  // switches need to reach only the keys holding gateways of the same index: the planes of an
+  // NVLink network are separate networks.
+  const uint32_t per_node = topology_.gateways_per_node();
+  std::vector<std::vector<bool>> key_indices(keys_, std::vector<bool>(per_node, false));
+  for (uint32_t d = 0; d < gws; ++d) key_indices[key_of_[d]][d % per_node] = true;
+  auto share_an_index = [&](uint32_t a, uint32_t b) {
+    for (uint32_t i = 0; i < per_node; ++i)
+      if (key_indices[a][i] && key_indices[b][i]) return true;
+    return false;
+  };
 
   direct_.assign(switches, {});
   for (uint32_t x = gws; x < g.devices.size(); ++x) {
@@ -184,9 +195,9 @@ void Routing::build_network_tables() {
   Frontier queue;
   for (uint32_t k = 0; k < keys_; ++k) {
     distances(g, key_switches[k], [&](uint32_t d) { return d >= gws; }, dist, queue);
-    for (const std::vector<uint32_t>& other : key_switches)
-      for (uint32_t x : other)
-        if (dist[x] == kFar)
+    for (uint32_t other = 0; other < keys_; ++other)
+      for (uint32_t x : key_switches[other])
+        if (dist[x] == kFar && share_an_index(k, other))
           throw PlatformError(
               topology_.nodes > 1 && !net.graph.devices.empty() ? "network.links" : "network",
               "the network is not connected: " + g.devices[x].name + " cannot reach " +

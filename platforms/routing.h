@@ -55,7 +55,7 @@ class Routing {
   // Consecutive chunks take consecutive entries of a weighted list, so a transfer's chunks
   // spread over equal-cost ports exactly in proportion to their bandwidth.
   static uint64_t hash(const protocol::FabricTransfer& t) {
-    return t.chunk + uint64_t(t.step) * 7 + t.flow * 13 + uint64_t(t.channel) * 5;
+    return t.chunk + uint64_t(t.step) * 7 + t.flow * 13;
   }
 
  private:

@@ -30,7 +30,11 @@ const char* link_kind_name(LinkKind kind) {
 }
 
 uint32_t Graph::add_device(DeviceKind kind, std::string name, double latency_ns) {
-  devices.push_back(GraphDevice{kind, std::move(name), latency_ns, {}});
+  GraphDevice d;
+  d.kind = kind;
+  d.name = std::move(name);
+  d.latency_ns = latency_ns;
+  devices.push_back(std::move(d));
   return static_cast<uint32_t>(devices.size() - 1);
 }
 
@@ -81,6 +85,7 @@ void build_node(const PlatformConfig& c, NodeTemplate& nt) {
     const uint32_t sw = g.add_device(DeviceKind::NvSwitch, "nvswitch0-" + str(n.nvlink.switches - 1),
                                      n.nvlink.switch_latency_ns);
     nvswitches.push_back(sw);
+    g.devices[sw].chips = static_cast<uint32_t>(n.nvlink.switches);
     for (int i = 0; i < n.gpus && lanes > 0; ++i)
       g.connect(static_cast<uint32_t>(i), sw, LinkKind::Nvlink, nvlink.timing(lanes));
   } else {
@@ -126,7 +131,8 @@ void build_node(const PlatformConfig& c, NodeTemplate& nt) {
       const double down = double(n.gpus) * c.nvlinks_to_switch(s);
       nt.uplinks.push_back(static_cast<uint32_t>(std::max(1.0, std::floor(down / c.network.oversubscription + 1e-9))));
     }
-    nt.uplink_timing = nvlink.timing();
+    // The uplinks are NVLinks cabled to the second tier: network.link describes them.
+    nt.uplink_timing = c.network.link.timing();
   } else if (topo != Topology::None) {
     for (uint32_t nic : nics) {
       nt.gateways.push_back(nic);
@@ -361,8 +367,9 @@ class NetworkBuilder {
       for (uint32_t node = 0; node < static_cast<uint32_t>(c_.nodes); ++node) {
         std::fill(lanes.begin(), lanes.end(), 0);
         for (uint32_t u = 0; u < up; ++u) ++lanes[u % count];
+        // One network link per uplink NVLink: the builder gives a gateway one port per uplink.
         for (uint32_t i = 0; i < count; ++i)
-          if (lanes[i] > 0) attach(gateway(node, s), top[i], lanes[i]);
+          for (uint32_t l = 0; l < lanes[i]; ++l) attach(gateway(node, s), top[i]);
       }
     }
   }

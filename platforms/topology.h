@@ -37,6 +37,7 @@ struct GraphDevice {
   DeviceKind kind = DeviceKind::Gpu;
   std::string name;
   double latency_ns = 0.0;           // pipeline latency of a hop through the device
+  uint32_t chips = 1;                // physical switch chips it stands for (striped NVSwitches)
   std::vector<uint32_t> port_links;  // port -> link
 };
 

@@ -300,3 +300,64 @@ TEST(CliCollective, BadInputGetsOneLineAndStatus2) {
 }
 
 }  // namespace
+// --- Platforms: describe, the list, bad platform files -------------------------------------
+
+// The number after `label` on the line that starts with it ("  nvswitch 24" -> 24).
+double number_after(const std::string& text, const std::string& label) {
+  const size_t at = text.find("\n" + label);
+  if (at == std::string::npos) return -1;
+  return std::atof(text.c_str() + at + 1 + label.size());
+}
+
+TEST(Cli, DescribeShowsModulesLinksBisectionAndAPath) {
+  const Result r = tessera("describe --platform dgx-a100 --nodes 4");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("4 nodes x 8 A100-SXM4-80GB = 32 GPUs; network: rail-optimized"), std::string::npos) << r.out;
+  // Modules: per node 8 GPUs, 6 NVSwitches, 4 PCIe switches, 1 root complex, 8 NICs; radix-40
+  // leaves hold 20 nodes, so the 4 nodes sit on 8 rail leaves joined by ceil(8 x 20 / 40) = 4 spines.
+  EXPECT_EQ(number_after(r.out, "  gpu "), 32);
+  EXPECT_EQ(number_after(r.out, "  nvswitch "), 24);
+  EXPECT_EQ(number_after(r.out, "  pcie-switch "), 16);
+  EXPECT_EQ(number_after(r.out, "  root-complex "), 4);
+  EXPECT_EQ(number_after(r.out, "  nic "), 32);
+  EXPECT_EQ(number_after(r.out, "  network-switch "), 12);
+  // Links: 8 GPUs x 6 switches NVLink groups per node; PCIe: 8 GPUs + 8 NICs + 4 switch uplinks
+  // per node; network: 32 NIC cables and 8 leaves x 4 spines.
+  EXPECT_EQ(number_after(r.out, "  nvlink "), 4 * 48);
+  EXPECT_EQ(number_after(r.out, "  pcie "), 4 * 20);
+  EXPECT_EQ(number_after(r.out, "  network "), 32 + 32);
+  // Bisection: 2 nodes x 8 NICs x 25 GB/s.
+  EXPECT_NE(r.out.find("bisection bandwidth 400.0 GB/s per direction"), std::string::npos) << r.out;
+  // The path from gpu0 to gpu31 leaves through PCIe and a NIC and crosses the rail; its
+  // bottleneck is the 200 Gb/s NIC.
+  EXPECT_NE(r.out.find("path gpu0 -> gpu31"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("node0.gpu0 -> node0.pcie0  pcie 31.5 GB/s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("-> node3.gpu7"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bottleneck 25.0 GB/s"), std::string::npos) << r.out;
+  // Within a node the path is NVLink.
+  const Result in_node = tessera("describe --platform dgx-a100 --from 0 --to 5");
+  ASSERT_EQ(in_node.status, 0) << in_node.err;
+  EXPECT_NE(in_node.out.find("(2 hops)"), std::string::npos) << in_node.out;
+  EXPECT_NE(in_node.out.find("bottleneck 300.0 GB/s"), std::string::npos) << in_node.out;
+}
+
+TEST(Cli, PlatformsListsTheShippedOnes) {
+  const Result r = tessera("platforms");
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* name : {"dgx-a100", "dgx-h100", "hgx-h200", "pcie-8gpu", "torus-3d", "nvl-256"})
+    EXPECT_NE(r.out.find(name), std::string::npos) << name << "\n" << r.out;
+}
+
+TEST(Cli, BadPlatformsGetOneLineNamingFileLineKey) {
+  const std::string bad = std::string(TESSERA_SOURCE_DIR) + "/tests/platforms/bad/";
+  expect_bad_input("describe --platform " + bad + "unknown_key.yaml",
+                   bad + "unknown_key.yaml:8: network.oversubscriptoin: unknown key");
+  expect_bad_input("run --platform " + bad + "disconnected_links.yaml",
+                   bad + "disconnected_links.yaml:9: network.links: the links leave node2 unreachable");
+  expect_bad_input("describe --platform " + bad + "torus_dims_mismatch.yaml",
+                   bad + "torus_dims_mismatch.yaml:8: network.torus_dims");
+  expect_bad_input("describe --platform dgx-h100 --set network.oversubscription=0.5",
+                   "--set network.oversubscription: must be at least 1");
+  expect_bad_input("run --platform dgx-h100 --set network.oversubscription=0.5",
+                   "network.oversubscription");
+}

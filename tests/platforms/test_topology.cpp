@@ -1,0 +1,308 @@
+// Generated topologies against closed forms: bisection bandwidth of fat trees, rail-optimized
+// networks and tori; routes that end where they should, keep to NVLink inside NVLink nodes and
+// keep the rail across a rail-optimized network; results that follow the parameters that should
+// move them and ignore those that should not. Graph level only, no SystemC kernel.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "platforms/analysis.h"
+#include "platforms/platform_config.h"
+#include "platforms/platform_file.h"
+#include "platforms/routing.h"
+#include "platforms/topology.h"
+#include "tests/support/platform_configs.h"
+
+namespace tessera::platforms {
+namespace {
+
+using testing::single_gpu_nodes;
+
+double nic_bandwidth(const PlatformConfig& c) { return c.node.nics.line_rate_gbit_per_s * 1e9 / 8.0; }
+double network_link_bandwidth(const PlatformConfig& c) { return c.network.link.bandwidth_gb_per_s * 1e9; }
+
+// Leaf ports as the generator splits them: down = floor(radix*o/(1+o)), up = radix - down.
+int leaf_down(const PlatformConfig& c) {
+  const double o = c.network.oversubscription;
+  return static_cast<int>(c.network.radix * o / (1 + o) + 1e-9);
+}
+
+double bisection(const PlatformConfig& c) { return bisection_bandwidth(generate_topology(c)); }
+
+// --- Bisection bandwidth against closed forms -------------------------------------------------
+
+struct FatTreeCase {
+  const char* name;
+  int radix;
+  double oversubscription;
+  int tiers;
+  int leaves;  // endpoints fill this many leaves exactly
+};
+void PrintTo(const FatTreeCase& f, std::ostream* os) { *os << f.name; }
+
+class FatTreeBisection : public ::testing::TestWithParam<FatTreeCase> {};
+
+TEST_P(FatTreeBisection, IsHalfTheEndpointsOverTheOversubscription) {
+  const FatTreeCase& f = GetParam();
+  PlatformConfig probe = single_gpu_nodes(2, Topology::FatTree, f.radix, f.oversubscription, f.tiers);
+  const int down = leaf_down(probe);
+  const int up = f.radix - down;
+  // The parameters are chosen so that down:up is exactly the oversubscription.
+  ASSERT_DOUBLE_EQ(double(down) / up, f.oversubscription);
+  const int endpoints = f.leaves * down;
+  const PlatformConfig c = single_gpu_nodes(endpoints, Topology::FatTree, f.radix, f.oversubscription, f.tiers);
+  ASSERT_DOUBLE_EQ(nic_bandwidth(c), network_link_bandwidth(c));
+  const double B = nic_bandwidth(c);
+  // The halves fill whole leaves (and, with three tiers, whole pods of radix/2 leaves): what
+  // crosses is limited by the first half's leaf uplinks, E/2 endpoints x B / o.
+  const double expected = endpoints * B / 2.0 / f.oversubscription;
+  EXPECT_NEAR(bisection(c), expected, 1e-6 * expected) << "E=" << endpoints << " down=" << down << " up=" << up;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, FatTreeBisection,
+    ::testing::Values(FatTreeCase{"two_tier_nonblocking", 16, 1.0, 2, 4},   // 8 down, 8 up
+                      FatTreeCase{"two_tier_2to1", 12, 2.0, 2, 4},          // 8 down, 4 up
+                      FatTreeCase{"two_tier_3to1", 16, 3.0, 2, 2},          // 12 down, 4 up
+                      FatTreeCase{"three_tier_nonblocking", 8, 1.0, 3, 16},  // 4 pods of 4 leaves
+                      FatTreeCase{"three_tier_2to1", 12, 2.0, 3, 12}),       // 2 pods of 6 leaves
+    [](const ::testing::TestParamInfo<FatTreeCase>& info) { return std::string(info.param.name); });
+
+TEST(RailOptimizedBisection, IsHalfTheNodesNicsOverTheOversubscription) {
+  for (const auto& [radix, o] : std::vector<std::pair<int, double>>{{16, 1.0}, {24, 2.0}}) {
+    PlatformConfig c = load_platform("dgx-h100");
+    c.network.radix = radix;
+    c.network.oversubscription = o;
+    const int down = leaf_down(c);
+    c.nodes = 2 * down;  // two groups of rail leaves; the halves are the groups
+    c.validate();
+    const double B = nic_bandwidth(c);
+    const double expected = c.nodes * c.node.nics.count * B / 2.0 / o;
+    SCOPED_TRACE("radix " + std::to_string(radix) + " o " + std::to_string(o));
+    EXPECT_NEAR(bisection(c), expected, 1e-6 * expected);
+  }
+}
+
+TEST(TorusBisection, IsTwiceTheCrossSectionOfTheLastDimension) {
+  for (const std::vector<int>& dims :
+       std::vector<std::vector<int>>{{4, 4}, {4, 6}, {4, 4, 4}, {2, 4, 8}, {3, 4, 4}}) {
+    PlatformConfig c = load_platform("torus-3d");
+    c.network.torus_dims = dims;
+    c.nodes = 1;
+    for (int d : dims) c.nodes *= d;
+    c.validate();
+    // The natural halves cut every ring along the last dimension twice (at its middle and at
+    // the wrap-around); each cut crosses one link per position of the other dimensions.
+    double cross_section = 1;
+    for (size_t i = 0; i + 1 < dims.size(); ++i) cross_section *= dims[i];
+    const double expected = 2.0 * cross_section * network_link_bandwidth(c);
+    SCOPED_TRACE(::testing::PrintToString(dims));
+    EXPECT_NEAR(bisection(c), expected, 1e-6 * expected);
+  }
+}
+
+TEST(TorusBisection, ARingOfTwoIsOneLink) {
+  PlatformConfig c = load_platform("torus-3d");
+  c.network.torus_dims = {4, 2};
+  c.nodes = 8;
+  c.validate();
+  EXPECT_NEAR(bisection(c), 4 * network_link_bandwidth(c), 1.0);
+}
+
+TEST(NvlinkNetworkBisection, IsHalfTheNodesGpuNvlinksOverTheOversubscription) {
+  const PlatformConfig c = load_platform("nvl-256");
+  const double B = c.network.link.bandwidth_gb_per_s * 1e9;
+  const double expected =
+      c.nodes / 2.0 * c.node.gpus * c.gpu.nvlink_ports * B / c.network.oversubscription;
+  EXPECT_NEAR(bisection(c), expected, 1e-6 * expected);
+}
+
+TEST(SingleNodeBisection, IsHalfTheGpusNvlinkPlusTheirPcieSwitchesHostLinks) {
+  // One node without a network: the first half of the GPUs reach the second through their
+  // NVLinks and, through the host, through the uplinks of their PCIe switches.
+  for (const char* name : {"dgx-a100", "dgx-h100", "hgx-h200", "pcie-8gpu"}) {
+    const PlatformConfig c = load_platform(name, {"network.topology=none"});
+    const double nvlink = c.node.nvlink.switches > 0 ? c.gpu.nvlink_ports * c.node.nvlink.link.bandwidth_gb_per_s * 1e9 : 0;
+    const double host = c.node.pcie.host_link.bandwidth_gb_per_s * 1e9;
+    EXPECT_NEAR(bisection(c), c.node.gpus / 2.0 * nvlink + c.node.pcie.switches / 2.0 * host, 1.0) << name;
+  }
+}
+
+// --- Routing --------------------------------------------------------------------------------
+
+std::string gpu_name(const PlatformGraph& g, uint32_t gpu) {
+  return "node" + std::to_string(gpu / g.node.gpus) + ".gpu" + std::to_string(gpu % g.node.gpus);
+}
+
+void expect_every_route_ends_at_its_destination(const PlatformConfig& c) {
+  const PlatformGraph g = generate_topology(c);
+  const Routing routing(g);
+  for (uint32_t s = 0; s < g.gpu_count(); ++s)
+    for (uint32_t d = 0; d < g.gpu_count(); ++d) {
+      if (s == d) continue;
+      const std::vector<Hop> hops = route(g, routing, s, d);
+      ASSERT_FALSE(hops.empty()) << s << " -> " << d;
+      EXPECT_EQ(hops.front().from, gpu_name(g, s));
+      EXPECT_EQ(hops.back().to, gpu_name(g, d));
+      for (size_t i = 1; i < hops.size(); ++i) EXPECT_EQ(hops[i].from, hops[i - 1].to);
+      // No GPU forwards: GPUs appear only at the ends.
+      for (size_t i = 0; i + 1 < hops.size(); ++i)
+        EXPECT_EQ(hops[i].to.find(".gpu"), std::string::npos) << s << " -> " << d;
+    }
+}
+
+TEST(Routes, EveryGpuPairEndsAtItsDestination) {
+  expect_every_route_ends_at_its_destination(load_platform("pcie-8gpu"));
+  expect_every_route_ends_at_its_destination(load_platform("dgx-a100", {"nodes=2"}));
+  expect_every_route_ends_at_its_destination(
+      load_platform("pcie-8gpu", {"nodes=4", "network.topology=fat-tree", "network.radix=4"}));
+  expect_every_route_ends_at_its_destination(load_platform("torus-3d", {"nodes=4", "network.torus_dims=[2,2]"}));
+  expect_every_route_ends_at_its_destination(
+      load_platform("nvl-256", {"nodes=2"}));
+  expect_every_route_ends_at_its_destination(
+      load_platform(std::string(TESSERA_BAD_PLATFORMS) + "/../good/two-leaf-links.yaml"));
+  expect_every_route_ends_at_its_destination(single_gpu_nodes(16, Topology::FatTree, 4, 1.0, 3));
+}
+
+TEST(Routes, IntraNodeRoutesOnNvlinkPlatformsNeverUsePcie) {
+  for (const char* name : {"dgx-a100", "dgx-h100", "hgx-h200", "nvl-256"}) {
+    const PlatformConfig c = load_platform(name, {"nodes=2"});
+    const PlatformGraph g = generate_topology(c);
+    const Routing routing(g);
+    for (uint32_t node = 0; node < 2; ++node)
+      for (uint32_t a = 0; a < g.node.gpus; ++a)
+        for (uint32_t b = 0; b < g.node.gpus; ++b) {
+          if (a == b) continue;
+          const uint32_t s = node * g.node.gpus + a, d = node * g.node.gpus + b;
+          const std::vector<Hop> hops = route(g, routing, s, d);
+          ASSERT_EQ(hops.size(), 2u) << name << " " << s << " -> " << d;  // GPU, NVSwitch, GPU
+          for (const Hop& h : hops) EXPECT_EQ(h.link_kind, "nvlink") << name << " " << h.from << " -> " << h.to;
+        }
+  }
+}
+
+TEST(Routes, PcieOnlyNodesCrossTheHostBetweenPcieSwitches) {
+  const PlatformConfig c = load_platform("pcie-8gpu");
+  const PlatformGraph g = generate_topology(c);
+  const Routing routing(g);
+  // Same switch: GPU -> switch -> GPU. Across switches: through the root complex.
+  EXPECT_EQ(route(g, routing, 0, 3).size(), 2u);
+  const std::vector<Hop> across = route(g, routing, 0, 4);
+  ASSERT_EQ(across.size(), 4u);
+  EXPECT_EQ(across[1].to, "node0.host");
+  for (const Hop& h : across) EXPECT_EQ(h.link_kind, "pcie");
+}
+
+TEST(Routes, RailOptimizedNetworkKeepsTheRail) {
+  // 16 DGX H100 on radix-16 leaves: two groups of 8 nodes, so routes between the groups cross
+  // the spines; every transfer leaves on NIC k and arrives on NIC k of the other node.
+  const PlatformConfig c = load_platform("dgx-h100", {"nodes=16", "network.radix=16"});
+  const PlatformGraph g = generate_topology(c);
+  const Routing routing(g);
+  int through_spines = 0;
+  for (uint32_t s = 0; s < g.node.gpus; ++s)
+    for (uint32_t d = g.node.gpus; d < g.gpu_count(); ++d) {
+      const std::vector<Hop> hops = route(g, routing, s, d);
+      std::vector<std::string> nics;
+      for (const Hop& h : hops)
+        for (const std::string& end : {h.from, h.to})
+          if (end.find(".nic") != std::string::npos && (nics.empty() || nics.back() != end)) nics.push_back(end);
+      ASSERT_EQ(nics.size(), 2u) << s << " -> " << d;
+      const std::string k0 = nics[0].substr(nics[0].find(".nic")), k1 = nics[1].substr(nics[1].find(".nic"));
+      EXPECT_EQ(k0, k1) << nics[0] << " -> " << nics[1];
+      std::string rail;
+      for (const Hop& h : hops) {
+        if (h.to.rfind("rail", 0) == 0) {
+          const std::string r = h.to.substr(0, h.to.find('.'));
+          if (rail.empty()) rail = r;
+          EXPECT_EQ(r, rail) << "a route changes rails at " << h.to;
+          EXPECT_EQ(r.substr(4), k0.substr(4)) << "NIC " << nics[0] << " on " << h.to;
+        }
+        through_spines += h.to.rfind("spine", 0) == 0;
+      }
+    }
+  EXPECT_GT(through_spines, 0);
+}
+
+TEST(Routes, ASwitchIslandIsUnroutableAndNamesTheLinks) {
+  // What the loader rejects (tests/platforms/bad/disconnected_links.yaml) the router rejects
+  // too, for a configuration built past the loader: two leaves that nothing joins.
+  PlatformConfig c = load_platform(std::string(TESSERA_BAD_PLATFORMS) + "/../good/two-leaf-links.yaml");
+  c.network.switches = {"leaf0", "leaf1"};
+  c.network.links.resize(4);  // drop the spine links
+  const PlatformGraph g = generate_topology(c);
+  try {
+    Routing routing(g);
+    FAIL() << "an island routed";
+  } catch (const PlatformError& e) {
+    EXPECT_EQ(e.key(), "network.links");
+    EXPECT_NE(std::string(e.what()).find("not connected"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(c.validate(), PlatformError);
+}
+
+// --- What changes the results and what does not (graph level) -------------------------------
+
+double route_bottleneck(const PlatformConfig& c, uint32_t s, uint32_t d) {
+  const PlatformGraph g = generate_topology(c);
+  const Routing routing(g);
+  double b = 0;
+  for (const Hop& h : route(g, routing, s, d)) b = b == 0 ? h.bandwidth_bytes_per_s : std::min(b, h.bandwidth_bytes_per_s);
+  return b;
+}
+
+TEST(Sensitivity, TorusFollowsItsLinksAndShapeNotNvlink) {
+  const PlatformConfig base = load_platform("torus-3d");
+  const double b0 = bisection(base);
+  EXPECT_NEAR(bisection(load_platform("torus-3d", {"network.link.bandwidth_gb_per_s=100"})), 2 * b0, 1.0);
+  EXPECT_NEAR(bisection(load_platform("torus-3d", {"node.nvlink.link.bandwidth_gb_per_s=50"})), b0, 1.0);
+  // The network link follows the NIC rate unless set apart (docs/platforms.md): set apart, a
+  // faster NIC leaves the torus alone.
+  EXPECT_NEAR(bisection(load_platform("torus-3d", {"node.nics.line_rate_gbit_per_s=800",
+                                                   "network.link.bandwidth_gb_per_s=50"})),
+              b0, 1.0);
+  // Reshaping 4x4x4 into 2x4x8 halves the cross-section cut by the halves.
+  EXPECT_NEAR(bisection(load_platform("torus-3d", {"network.torus_dims=[2,4,8]"})), b0 / 2, 1.0);
+  // GPU 0 to a GPU of another node: the bottleneck is the NIC or the torus link, whichever is
+  // slower; the NVLink rate does not enter.
+  const uint32_t far = 8 * 21;  // node (1,1,1)
+  EXPECT_NEAR(route_bottleneck(base, 0, far), 50e9, 1.0);
+  EXPECT_NEAR(route_bottleneck(load_platform("torus-3d", {"network.link.bandwidth_gb_per_s=25"}), 0, far), 25e9, 1.0);
+  EXPECT_NEAR(route_bottleneck(load_platform("torus-3d", {"node.nvlink.link.bandwidth_gb_per_s=50"}), 0, far), 50e9, 1.0);
+}
+
+TEST(Sensitivity, NvlinkNetworkFollowsNvlinkAndOversubscriptionNotNics) {
+  const PlatformConfig base = load_platform("nvl-256");
+  const double b0 = bisection(base);
+  EXPECT_NEAR(bisection(load_platform("nvl-256", {"network.oversubscription=1"})), 2 * b0, 1.0);
+  EXPECT_NEAR(bisection(load_platform("nvl-256", {"network.link.bandwidth_gb_per_s=50"})), 2 * b0, 1.0);
+  // The GPU-side NVLinks are not the narrow part at 2:1.
+  EXPECT_NEAR(bisection(load_platform("nvl-256", {"node.nvlink.link.bandwidth_gb_per_s=50"})), b0, 1.0);
+  EXPECT_NEAR(bisection(load_platform("nvl-256", {"node.nics.line_rate_gbit_per_s=800"})), b0, 1.0);
+  EXPECT_NEAR(bisection(load_platform("nvl-256", {"node.pcie.link.bandwidth_gb_per_s=126"})), b0, 1.0);
+}
+
+TEST(Sensitivity, RailOptimizedBisectionFollowsNicsUpToPcieNotNvlink) {
+  // 16 DGX H100 in two groups of rail leaves: the first group's 8 x 8 NICs cross, each at the
+  // slower of its line rate and (two GPUs and two NICs on a PCIe switch) a GPU's PCIe port.
+  const std::vector<std::string> base = {"nodes=16", "network.radix=16"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), base.begin(), base.end());
+    return load_platform("dgx-h100", extra);
+  };
+  for (const std::vector<std::string>& extra :
+       std::vector<std::vector<std::string>>{{}, {"node.nics.line_rate_gbit_per_s=800"},
+                                             {"node.nics.line_rate_gbit_per_s=200"},
+                                             {"node.nvlink.link.bandwidth_gb_per_s=50"}}) {
+    const PlatformConfig c = with(extra);
+    const double per_nic = std::min(nic_bandwidth(c), c.node.pcie.link.bandwidth_gb_per_s * 1e9);
+    SCOPED_TRACE(::testing::PrintToString(extra));
+    EXPECT_NEAR(bisection(c), 8.0 * c.node.nics.count * per_nic, 1.0);
+  }
+}
+
+}  // namespace
+}  // namespace tessera::platforms
