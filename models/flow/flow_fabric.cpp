@@ -129,9 +129,11 @@ void FlowFabric::update() {
     }
     // New rates for the flows connected to what changed; their finish times move.
     for (uint32_t id : share_.recompute()) {
-      settle(id, now);
       Flow& f = flows_[id];
-      f.rate = share_.rate(id);
+      const double rate = share_.rate(id);
+      if (rate == f.rate && f.heap_slot != kNone) continue;  // its finish time stands
+      settle(id, now);
+      f.rate = rate;
       const sc_dt::uint64 left =
           (f.remaining <= 0.0 || std::isinf(f.rate)) ? 0 : ticks(f.remaining / f.rate);
       completion_set(id, now + left);

@@ -7,17 +7,6 @@
 
 namespace tessera::models {
 
-namespace {
-
-// Heap order: the lowest level on top, ties to the lowest link id.
-struct Higher {
-  template <typename Level>
-  bool operator()(const Level& a, const Level& b) const {
-    return a.level > b.level || (a.level == b.level && a.link > b.link);
-  }
-};
-
-}  // namespace
 
 MaxMinFairShare::MaxMinFairShare(const std::vector<double>& capacities) {
   links_.reserve(capacities.size());
@@ -104,80 +93,128 @@ const std::vector<uint32_t>& MaxMinFairShare::recompute() {
 }
 
 // Breadth-first from the touched links: a link's member flows, then those flows' other links.
+// Each link's filling state starts here, in the same pass.
 void MaxMinFairShare::collect_component() {
   ++epoch_;
   component_links_.clear();
-  for (uint32_t link : dirty_) {
-    if (links_[link].mark == epoch_) continue;
-    links_[link].mark = epoch_;
+  auto visit = [this](uint32_t link) {
+    Link& l = links_[link];
+    if (l.mark == epoch_) return;
+    l.mark = epoch_;
+    l.residual = l.capacity;
+    l.weight = 0.0;
+    l.unfixed = 0;
     component_links_.push_back(link);
-  }
+  };
+  for (uint32_t link : dirty_) visit(link);
   for (size_t next = 0; next < component_links_.size(); ++next) {
     const Link& l = links_[component_links_[next]];
     for (const Member& m : l.members) {
       Flow& f = flows_[m.flow];
       if (f.mark == epoch_) continue;
       f.mark = epoch_;
+      f.fixed = false;
       component_flows_.push_back(m.flow);
+      hops_visited_ += f.hops.size();
       for (const Hop& hop : f.hops) {
+        visit(hop.link);
         Link& other = links_[hop.link];
-        if (other.mark == epoch_) continue;
-        other.mark = epoch_;
-        component_links_.push_back(hop.link);
+        other.weight += hop.weight;
+        ++other.unfixed;
       }
     }
   }
 }
 
 void MaxMinFairShare::fill() {
-  for (uint32_t link : component_links_) {
-    Link& l = links_[link];
-    l.residual = l.capacity;
-    l.weight = 0.0;
-    l.unfixed = 0;
-  }
-  for (uint32_t id : component_flows_) {
-    Flow& f = flows_[id];
-    f.fixed = false;
-    hops_visited_ += f.hops.size();
-    for (const Hop& hop : f.hops) {
-      Link& l = links_[hop.link];
-      l.weight += hop.weight;
-      ++l.unfixed;
-    }
-  }
   heap_.clear();
   for (uint32_t link : component_links_) {
     Link& l = links_[link];
     if (l.unfixed == 0) continue;
-    heap_.push_back(Level{l.residual / l.weight, link, ++l.version});
+    l.level = l.residual / l.weight;
+    l.heap_slot = static_cast<uint32_t>(heap_.size());
+    heap_.push_back(link);
   }
-  std::make_heap(heap_.begin(), heap_.end(), Higher{});
+  for (size_t slot = heap_.size() / 2; slot-- > 0;) heap_down(slot);
   while (!heap_.empty()) {
-    std::pop_heap(heap_.begin(), heap_.end(), Higher{});
-    const Level top = heap_.back();
-    heap_.pop_back();
-    Link& bottleneck = links_[top.link];
-    if (top.version != bottleneck.version || bottleneck.unfixed == 0) continue;  // stale
+    const uint32_t top = heap_.front();
+    heap_remove(top);
+    const double level = links_[top].level;
+    ++round_;
+    changed_.clear();
     // Every unfixed flow crossing the fullest link stops rising at its level.
-    for (const Member& m : bottleneck.members) {
+    for (const Member& m : links_[top].members) {
       Flow& f = flows_[m.flow];
       if (f.fixed) continue;
       f.fixed = true;
-      f.rate = top.level;
+      f.rate = level;
       for (const Hop& hop : f.hops) {
         Link& l = links_[hop.link];
-        l.residual = std::max(0.0, l.residual - hop.weight * top.level);
+        l.residual = std::max(0.0, l.residual - hop.weight * level);
         l.weight -= hop.weight;
         --l.unfixed;
-        if (hop.link == top.link || l.unfixed == 0) continue;
-        // Its level can only rise: the old entry goes stale and a new one replaces it.
-        const double weight = std::max(l.weight, 1e-300);
-        heap_.push_back(Level{l.residual / weight, hop.link, ++l.version});
-        std::push_heap(heap_.begin(), heap_.end(), Higher{});
+        if (hop.link == top || l.round == round_) continue;
+        l.round = round_;
+        changed_.push_back(hop.link);
       }
     }
+    // Their levels can only rise (by (c - w x)/(W - w) >= c/W for x <= c/W): they move down.
+    for (uint32_t link : changed_) {
+      Link& l = links_[link];
+      if (l.unfixed == 0) {
+        heap_remove(link);
+        continue;
+      }
+      l.level = l.residual / std::max(l.weight, 1e-300);
+      heap_place(l.heap_slot);
+    }
   }
+}
+
+// Heap order: the lowest level first, ties to the lowest link id.
+bool MaxMinFairShare::before(uint32_t a, uint32_t b) const {
+  const double la = links_[a].level, lb = links_[b].level;
+  return la < lb || (la == lb && a < b);
+}
+
+// Moves the entry at `slot` up or down to where it belongs.
+void MaxMinFairShare::heap_place(size_t slot) {
+  const uint32_t link = heap_[slot];
+  while (slot > 0) {
+    const size_t parent = (slot - 1) / 2;
+    if (!before(link, heap_[parent])) break;
+    heap_[slot] = heap_[parent];
+    links_[heap_[slot]].heap_slot = static_cast<uint32_t>(slot);
+    slot = parent;
+  }
+  heap_[slot] = link;
+  heap_down(slot);
+}
+
+void MaxMinFairShare::heap_down(size_t slot) {
+  const uint32_t link = heap_[slot];
+  const size_t n = heap_.size();
+  for (;;) {
+    size_t child = 2 * slot + 1;
+    if (child >= n) break;
+    if (child + 1 < n && before(heap_[child + 1], heap_[child])) ++child;
+    if (!before(heap_[child], link)) break;
+    heap_[slot] = heap_[child];
+    links_[heap_[slot]].heap_slot = static_cast<uint32_t>(slot);
+    slot = child;
+  }
+  heap_[slot] = link;
+  links_[link].heap_slot = static_cast<uint32_t>(slot);
+}
+
+void MaxMinFairShare::heap_remove(uint32_t link) {
+  const size_t slot = links_[link].heap_slot;
+  const uint32_t last = heap_.back();
+  heap_.pop_back();
+  if (last == link) return;
+  heap_[slot] = last;
+  links_[last].heap_slot = static_cast<uint32_t>(slot);
+  heap_place(slot);
 }
 
 }  // namespace tessera::models

@@ -9,9 +9,9 @@
 //
 // Progressive filling: every unfixed flow's rate rises together; the first link to fill (least
 // residual capacity per unit of unfixed weight crossing it) fixes every unfixed flow crossing it
-// at that level; repeat until every flow is fixed. A min-heap of links keyed by (level, link id)
-// finds the next link to fill; a link's level only rises as flows are fixed elsewhere, so stale
-// heap entries are skipped (versioned) rather than removed.
+// at that level; repeat until every flow is fixed. An indexed min-heap of the component's links
+// keyed by (level, link id) finds the next link to fill; the links whose level changed when a
+// link's flows were fixed move in it once per round, not once per flow.
 //
 // Incremental: add() and remove() only mark the links the flow crosses. recompute() re-solves
 // the connected component of those links (links linked through shared flows); rates outside it
@@ -82,20 +82,21 @@ class MaxMinFairShare {
     // Scratch of the recompute that visits the link.
     double residual = 0.0;
     double weight = 0.0;     // sum of the weights of unfixed member flows
+    double level = 0.0;      // residual / weight: where it fills
     uint32_t unfixed = 0;
-    uint32_t version = 0;
-    uint32_t mark = 0;
+    uint32_t heap_slot = 0;
+    uint32_t mark = 0;       // epoch of the last recompute that visited it
+    uint32_t round = 0;      // last filling round that changed it
     uint32_t dirty_mark = 0;
-  };
-  struct Level {
-    double level;
-    uint32_t link;
-    uint32_t version;
   };
 
   void touch(uint32_t link);
   void collect_component();
   void fill();
+  bool before(uint32_t a, uint32_t b) const;
+  void heap_place(size_t slot);
+  void heap_down(size_t slot);
+  void heap_remove(uint32_t link);
 
   std::vector<Flow> flows_;
   std::vector<uint32_t> free_;
@@ -105,7 +106,9 @@ class MaxMinFairShare {
   uint32_t epoch_ = 0;
   std::vector<uint32_t> component_links_;
   std::vector<uint32_t> component_flows_;
-  std::vector<Level> heap_;
+  std::vector<uint32_t> heap_;      // link ids; links_[id].heap_slot is the index
+  std::vector<uint32_t> changed_;   // links whose level moved in this round
+  uint32_t round_ = 0;
   size_t active_ = 0;
   uint64_t recomputations_ = 0;
   uint64_t hops_visited_ = 0;
