@@ -104,6 +104,7 @@ void MaxMinFairShare::collect_component() {
     l.residual = l.capacity;
     l.weight = 0.0;
     l.unfixed = 0;
+    l.stale = false;
     component_links_.push_back(link);
   };
   for (uint32_t link : dirty_) visit(link);
@@ -137,13 +138,24 @@ void MaxMinFairShare::fill() {
   }
   for (size_t slot = heap_.size() / 2; slot-- > 0;) heap_down(slot);
   while (!heap_.empty()) {
+    // Levels only rise (by (c - w x)/(W - w) >= c/W for x <= c/W), so a stale entry sits too
+    // high: refresh the top until it is current; the links below are never touched for it.
     const uint32_t top = heap_.front();
+    Link& t = links_[top];
+    if (t.unfixed == 0) {
+      heap_remove(top);
+      continue;
+    }
+    if (t.stale) {
+      t.stale = false;
+      t.level = t.residual / std::max(t.weight, 1e-300);
+      heap_down(0);
+      continue;
+    }
     heap_remove(top);
-    const double level = links_[top].level;
-    ++round_;
-    changed_.clear();
+    const double level = t.level;
     // Every unfixed flow crossing the fullest link stops rising at its level.
-    for (const Member& m : links_[top].members) {
+    for (const Member& m : t.members) {
       Flow& f = flows_[m.flow];
       if (f.fixed) continue;
       f.fixed = true;
@@ -153,20 +165,8 @@ void MaxMinFairShare::fill() {
         l.residual = std::max(0.0, l.residual - hop.weight * level);
         l.weight -= hop.weight;
         --l.unfixed;
-        if (hop.link == top || l.round == round_) continue;
-        l.round = round_;
-        changed_.push_back(hop.link);
+        l.stale = true;
       }
-    }
-    // Their levels can only rise (by (c - w x)/(W - w) >= c/W for x <= c/W): they move down.
-    for (uint32_t link : changed_) {
-      Link& l = links_[link];
-      if (l.unfixed == 0) {
-        heap_remove(link);
-        continue;
-      }
-      l.level = l.residual / std::max(l.weight, 1e-300);
-      heap_place(l.heap_slot);
     }
   }
 }

@@ -10,8 +10,8 @@
 // Progressive filling: every unfixed flow's rate rises together; the first link to fill (least
 // residual capacity per unit of unfixed weight crossing it) fixes every unfixed flow crossing it
 // at that level; repeat until every flow is fixed. An indexed min-heap of the component's links
-// keyed by (level, link id) finds the next link to fill; the links whose level changed when a
-// link's flows were fixed move in it once per round, not once per flow.
+// keyed by (level, link id) finds the next link to fill. A link's level only rises as flows are
+// fixed elsewhere, so a changed link is only marked stale and re-placed when it reaches the top.
 //
 // Incremental: add() and remove() only mark the links the flow crosses. recompute() re-solves
 // the connected component of those links (links linked through shared flows); rates outside it
@@ -86,7 +86,7 @@ class MaxMinFairShare {
     uint32_t unfixed = 0;
     uint32_t heap_slot = 0;
     uint32_t mark = 0;       // epoch of the last recompute that visited it
-    uint32_t round = 0;      // last filling round that changed it
+    bool stale = false;      // its flows changed since its level was placed in the heap
     uint32_t dirty_mark = 0;
   };
 
@@ -107,8 +107,6 @@ class MaxMinFairShare {
   std::vector<uint32_t> component_links_;
   std::vector<uint32_t> component_flows_;
   std::vector<uint32_t> heap_;      // link ids; links_[id].heap_slot is the index
-  std::vector<uint32_t> changed_;   // links whose level moved in this round
-  uint32_t round_ = 0;
   size_t active_ = 0;
   uint64_t recomputations_ = 0;
   uint64_t hops_visited_ = 0;
