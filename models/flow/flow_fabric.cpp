@@ -1,0 +1,245 @@
+#include "models/flow/flow_fabric.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "tlm/sockets.h"
+
+namespace tessera::models {
+
+namespace {
+
+// Earlier time first, then earlier injection.
+bool later(sc_dt::uint64 ta, uint64_t sa, sc_dt::uint64 tb, uint64_t sb) {
+  return ta > tb || (ta == tb && sa > sb);
+}
+
+struct LaterArrival {
+  template <typename Timed>
+  bool operator()(const Timed& a, const Timed& b) const {
+    return later(a.time, a.sequence, b.time, b.sequence);
+  }
+};
+
+}  // namespace
+
+FlowFabric::FlowFabric(sc_core::sc_module_name name, const PathProvider& paths)
+    : sc_module(name), paths_(paths) {
+  tick_s_ = sc_core::sc_get_time_resolution().to_seconds();
+  const uint32_t count = paths_.links();
+  links_.resize(count);
+  for (uint32_t id = 0; id < count; ++id) {
+    links_[id].spec = paths_.link(id);
+    const double bandwidth = links_[id].spec.timing.bandwidth_bytes_per_s;
+    if (!(bandwidth > 0.0))
+      throw std::invalid_argument(std::string(this->name()) + ": link " + std::to_string(id) +
+                                  " has bandwidth " + std::to_string(bandwidth) + " bytes/s");
+    share_.add_link(bandwidth);
+  }
+  protocol::spawn_method("update", &wake_, [this] { update(); });
+  protocol::spawn_method("deliver", &arrival_, [this] { deliver(); });
+}
+
+void FlowFabric::attach(uint32_t rank, FlowSink& sink) {
+  if (sinks_.size() <= rank) sinks_.resize(rank + 1, nullptr);
+  sinks_[rank] = &sink;
+}
+
+sc_dt::uint64 FlowFabric::ticks(double seconds) const {
+  // Round up to the time resolution, forgiving the last bits of floating-point error so that
+  // a closed form that is a whole number of ticks stays one.
+  const double x = seconds / tick_s_;
+  const double limit = double(std::numeric_limits<sc_dt::uint64>::max() / 4);
+  if (!(x < limit)) return static_cast<sc_dt::uint64>(limit);
+  const double rounded = std::ceil(x * (1.0 - 1e-12) - 1e-6);
+  return rounded > 0.0 ? static_cast<sc_dt::uint64>(rounded) : 0;
+}
+
+void FlowFabric::inject(tlm::tlm_generic_payload& gp, PacketSource& source) {
+  const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
+  if (t.destination >= sinks_.size() || sinks_[t.destination] == nullptr)
+    throw std::runtime_error(std::string(name()) + ": no GPU attached for rank " +
+                             std::to_string(t.destination) + " (chunk from rank " +
+                             std::to_string(t.source) + ")");
+  if (gp.has_mm()) gp.acquire();
+
+  // The path, its latency, and what each hop costs its link per payload byte.
+  path_.clear();
+  paths_.path(t, path_);
+  const double payload = double(t.bytes);
+  double size = payload;
+  if (t.bytes == 0)  // a header-only transfer: its size is its largest wire footprint
+    for (uint32_t l : path_) size = std::max(size, links_.at(l).spec.timing.wire_bytes(0));
+  sc_core::sc_time latency = sc_core::SC_ZERO_TIME;
+  hop_links_.clear();
+  hop_weights_.clear();
+  for (uint32_t l : path_) {
+    const FlowLink& spec = links_.at(l).spec;
+    latency += spec.timing.latency + spec.hop_latency;
+    const double wire = spec.timing.wire_bytes(t.bytes);
+    if (size == 0.0 || wire == 0.0) continue;  // costs this link nothing
+    hop_links_.push_back(l);
+    hop_weights_.push_back(wire / size);
+  }
+  const uint32_t id = share_.add(hop_links_.data(), hop_weights_.data(), hop_links_.size());
+  if (flows_.size() <= id) flows_.resize(id + 1);
+  Flow& f = flows_[id];
+  f.path.assign(path_.begin(), path_.end());
+  f.gp = &gp;
+  f.source = &source;
+  f.remaining = size;
+  f.rate = 0.0;
+  f.since = sc_core::sc_time_stamp().value();
+  f.latency = latency.value();
+  f.sequence = sequence_++;
+  f.heap_slot = kNone;
+  if (hop_links_.empty()) completion_set(id, f.since);  // nothing to share: sent at once
+  ++started_;
+  if (!updating_) wake_.notify(sc_core::SC_ZERO_TIME);  // every flow of this delta, one update
+}
+
+void FlowFabric::settle(uint32_t id, sc_dt::uint64 now) {
+  Flow& f = flows_[id];
+  if (std::isinf(f.rate)) f.remaining = 0.0;
+  else f.remaining = std::max(0.0, f.remaining - f.rate * double(now - f.since) * tick_s_);
+  f.since = now;
+}
+
+void FlowFabric::update() {
+  const sc_dt::uint64 now = sc_core::sc_time_stamp().value();
+  updating_ = true;
+  for (;;) {
+    // Flows whose last byte has been sent, in (time, injection) order.
+    done_.clear();
+    while (!completions_.empty() && completions_.front().time <= now) {
+      const uint32_t id = completions_.front().id;
+      completion_erase(id);
+      done_.push_back(id);
+    }
+    left_.clear();
+    for (uint32_t id : done_) finish(id, now);
+    // The senders learn after the fabric's state is whole again: they may inject at once.
+    for (const auto& [gp, source] : left_) source->packet_left(*gp);
+    if (!share_.pending()) {
+      if (done_.empty()) break;
+      continue;
+    }
+    // New rates for the flows connected to what changed; their finish times move.
+    for (uint32_t id : share_.recompute()) {
+      Flow& f = flows_[id];
+      const double rate = share_.rate(id);
+      if (rate == f.rate && f.heap_slot != kNone) continue;  // its finish time stands
+      settle(id, now);
+      f.rate = rate;
+      const sc_dt::uint64 left =
+          (f.remaining <= 0.0 || std::isinf(f.rate)) ? 0 : ticks(f.remaining / f.rate);
+      completion_set(id, now + left);
+    }
+  }
+  updating_ = false;
+  wake_.cancel();
+  if (!completions_.empty())
+    wake_.notify(sc_core::sc_time::from_value(completions_.front().time - now));
+}
+
+void FlowFabric::finish(uint32_t id, sc_dt::uint64 now) {
+  Flow& f = flows_[id];
+  const uint64_t bytes = protocol::fabric_transfer(*f.gp).bytes;
+  for (uint32_t l : f.path) {
+    LinkState& link = links_[l];
+    link.bytes += bytes;
+    ++link.chunks;
+    link.busy += link.spec.timing.serialization(bytes);
+  }
+  const Timed arrival{now + f.latency, f.sequence, f.gp, protocol::fabric_transfer(*f.gp).destination};
+  const bool first = arrivals_.empty() || later(arrivals_.front().time, arrivals_.front().sequence,
+                                                arrival.time, arrival.sequence);
+  arrivals_.push_back(arrival);
+  std::push_heap(arrivals_.begin(), arrivals_.end(), LaterArrival{});
+  if (first) arrival_.notify(sc_core::sc_time::from_value(arrival.time - now));
+  left_.emplace_back(f.gp, f.source);
+  f.gp = nullptr;
+  f.source = nullptr;
+  share_.remove(id);
+  ++finished_;
+}
+
+void FlowFabric::deliver() {
+  const sc_dt::uint64 now = sc_core::sc_time_stamp().value();
+  while (!arrivals_.empty() && arrivals_.front().time <= now) {
+    std::pop_heap(arrivals_.begin(), arrivals_.end(), LaterArrival{});
+    const Timed arrival = arrivals_.back();
+    arrivals_.pop_back();
+    ++delivered_;
+    sinks_[arrival.id]->flow_arrived(arrival.id, *arrival.gp);
+    if (arrival.gp->has_mm()) arrival.gp->release();
+  }
+  if (!arrivals_.empty())
+    arrival_.notify(sc_core::sc_time::from_value(arrivals_.front().time - now));
+}
+
+// The completion heap: flows_[id].heap_slot is the entry's index, kNone when absent.
+void FlowFabric::completion_set(uint32_t id, sc_dt::uint64 time) {
+  Flow& f = flows_[id];
+  if (f.heap_slot == kNone) {
+    f.heap_slot = static_cast<uint32_t>(completions_.size());
+    completions_.push_back(Timed{time, f.sequence, nullptr, id});
+    completion_up(f.heap_slot);
+    return;
+  }
+  const size_t slot = f.heap_slot;
+  completions_[slot].time = time;
+  completion_up(slot);
+  completion_down(flows_[id].heap_slot);
+}
+
+void FlowFabric::completion_erase(uint32_t id) {
+  const size_t slot = flows_[id].heap_slot;
+  flows_[id].heap_slot = kNone;
+  const size_t last = completions_.size() - 1;
+  if (slot != last) {
+    const uint32_t moved = completions_[last].id;
+    completions_[slot] = completions_[last];
+    completions_.pop_back();
+    flows_[moved].heap_slot = static_cast<uint32_t>(slot);
+    completion_up(slot);
+    completion_down(flows_[moved].heap_slot);
+  } else {
+    completions_.pop_back();
+  }
+}
+
+void FlowFabric::completion_up(size_t slot) {
+  while (slot > 0) {
+    const size_t parent = (slot - 1) / 2;
+    Timed& a = completions_[slot];
+    Timed& b = completions_[parent];
+    if (!later(b.time, b.sequence, a.time, a.sequence)) break;
+    std::swap(a, b);
+    flows_[completions_[slot].id].heap_slot = static_cast<uint32_t>(slot);
+    flows_[completions_[parent].id].heap_slot = static_cast<uint32_t>(parent);
+    slot = parent;
+  }
+}
+
+void FlowFabric::completion_down(size_t slot) {
+  const size_t n = completions_.size();
+  for (;;) {
+    size_t best = slot;
+    for (size_t child = 2 * slot + 1; child <= 2 * slot + 2 && child < n; ++child) {
+      const Timed& c = completions_[child];
+      const Timed& b = completions_[best];
+      if (later(b.time, b.sequence, c.time, c.sequence)) best = child;
+    }
+    if (best == slot) return;
+    std::swap(completions_[slot], completions_[best]);
+    flows_[completions_[slot].id].heap_slot = static_cast<uint32_t>(slot);
+    flows_[completions_[best].id].heap_slot = static_cast<uint32_t>(best);
+    slot = best;
+  }
+}
+
+}  // namespace tessera::models

@@ -1,0 +1,156 @@
+// The flow-mode fabric: a transfer is one flow from its source GPU to its destination GPU, with
+// no per-hop transaction. Flows share links max-min fairly (models/flow/max_min.h); rates are
+// re-solved when a flow starts or ends, and one method process wakes at the next completion.
+//
+// A transfer's life, for a chunk payload carrying a protocol::FabricTransfer extension:
+//   inject(gp, source)   the path comes from the PathProvider; the flow starts in the same
+//                        delta cycle's rate update (every flow injected in one delta shares it).
+//   last byte sent       at start + the integral of its rate: source.packet_left(gp), so the
+//                        sender may inject more.
+//   arrival              the path latency later (the links' latencies plus the hop latency of
+//                        every node the path crosses): sink.flow_arrived(destination, gp).
+//
+// Wire bytes: on each link a flow of P payload bytes occupies LinkTiming::wire_bytes(P) of that
+// link's bandwidth (the packet overhead of that link's framing), so its rate on link l costs
+// wire_bytes_l(P)/P of the link's capacity per payload byte/s. The allocator works in payload
+// bytes/s with those per-hop weights; the fairness is in payload bytes.
+//
+// Wiring, done by the platform builder:
+//   FlowFabric fabric("fabric", provider);    // provider outlives the fabric
+//   fabric.attach(rank, gpu);                 // for every rank: the Gpu implements FlowSink
+//   ... the Gpu's FabricInjector::inject forwards to fabric.inject(gp, source).
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include <systemc>
+
+#include "models/collectives/collective_engine.h"
+#include "models/flow/max_min.h"
+#include "models/link/fabric_port.h"
+#include "tlm/extensions.h"
+#include "tlm/link_timing.h"
+
+namespace tessera::models {
+
+// One direction of a link as the flow fabric sees it.
+struct FlowLink {
+  protocol::LinkTiming timing;          // bandwidth per direction, latency, packet overhead
+  // Pipeline latency of the node the link leaves (a switch's crossbar; zero for a GPU), added
+  // once per flow crossing the link, as EgressPort::set_hop_latency does in packet mode.
+  sc_core::sc_time hop_latency = sc_core::SC_ZERO_TIME;
+};
+
+// The routes of the platform, implemented by the platform builder. Link ids are 0..links()-1;
+// the fabric reads every link once, at construction.
+class PathProvider {
+ public:
+  virtual ~PathProvider() = default;
+  virtual uint32_t links() const = 0;
+  virtual FlowLink link(uint32_t id) const = 0;
+  // Replaces `links` with the directed links the transfer crosses from t.source to
+  // t.destination, in order, each at most once. Empty: a transfer that crosses no link
+  // (delivered at once).
+  virtual void path(const protocol::FabricTransfer& t, std::vector<uint32_t>& links) const = 0;
+};
+
+// Where a flow ends: the destination GPU (it hands the chunk to its collective engine, which
+// releases the payload).
+class FlowSink {
+ public:
+  virtual ~FlowSink() = default;
+  virtual void flow_arrived(uint32_t rank, tlm::tlm_generic_payload& gp) = 0;
+};
+
+class FlowFabric : public sc_core::sc_module, public FabricInjector {
+ public:
+  FlowFabric(sc_core::sc_module_name name, const PathProvider& paths);
+
+  // The sink of every chunk whose destination is `rank`.
+  void attach(uint32_t rank, FlowSink& sink);
+
+  // Starts a flow for the chunk `gp` (FabricTransfer extension). The fabric holds a reference
+  // to a pooled payload from here until it has handed the chunk to the sink.
+  void inject(tlm::tlm_generic_payload& gp, PacketSource& source) override;
+
+  // Per link, like models/link/link.h: payload bytes and chunks of the flows that finished on
+  // the link, and busy time (the sum of the serialization times of their wire bytes at the
+  // link's full bandwidth, so busy / elapsed is the utilization).
+  uint32_t links() const { return static_cast<uint32_t>(links_.size()); }
+  const FlowLink& link(uint32_t id) const { return links_[id].spec; }
+  uint64_t bytes_carried(uint32_t link) const { return links_[link].bytes; }
+  uint64_t chunks_carried(uint32_t link) const { return links_[link].chunks; }
+  sc_core::sc_time busy_time(uint32_t link) const { return links_[link].busy; }
+
+  // Counters: flows started, flows whose last byte was sent, chunks delivered, rate updates.
+  uint64_t flows_started() const { return started_; }
+  uint64_t flows_finished() const { return finished_; }
+  uint64_t flows_delivered() const { return delivered_; }
+  uint64_t rate_updates() const { return share_.recomputations(); }
+  size_t active_flows() const { return share_.active(); }
+  size_t in_flight() const { return arrivals_.size(); }
+  const MaxMinFairShare& share() const { return share_; }
+
+ private:
+  struct LinkState {
+    FlowLink spec;
+    uint64_t bytes = 0;
+    uint64_t chunks = 0;
+    sc_core::sc_time busy;
+  };
+  struct Flow {               // by allocator flow id
+    tlm::tlm_generic_payload* gp = nullptr;
+    PacketSource* source = nullptr;
+    std::vector<uint32_t> path;   // keeps its capacity when the id is reused
+    double remaining = 0.0;       // payload bytes not yet sent
+    double rate = 0.0;            // payload bytes/s since `since`
+    sc_dt::uint64 since = 0;
+    sc_dt::uint64 latency = 0;
+    uint64_t sequence = 0;        // injection order: breaks ties in time
+    uint32_t heap_slot = kNone;
+  };
+  struct Timed {              // a heap entry: completion (by flow id) or arrival (by payload)
+    sc_dt::uint64 time;
+    uint64_t sequence;
+    tlm::tlm_generic_payload* gp;
+    uint32_t id;
+  };
+  static constexpr uint32_t kNone = ~0u;
+
+  void update();
+  void deliver();
+  void schedule_update();
+  void finish(uint32_t id, sc_dt::uint64 now);
+  void settle(uint32_t id, sc_dt::uint64 now);
+  sc_dt::uint64 ticks(double seconds) const;
+  // Indexed min-heap of the active flows' completion times.
+  void completion_set(uint32_t id, sc_dt::uint64 time);
+  void completion_erase(uint32_t id);
+  void completion_up(size_t slot);
+  void completion_down(size_t slot);
+
+  const PathProvider& paths_;
+  std::vector<LinkState> links_;
+  std::vector<FlowSink*> sinks_;
+  MaxMinFairShare share_;
+  std::vector<Flow> flows_;
+  std::vector<Timed> completions_;  // indexed heap
+  std::vector<Timed> arrivals_;     // plain heap (time, sequence)
+  std::vector<uint32_t> done_;
+  std::vector<std::pair<tlm::tlm_generic_payload*, PacketSource*>> left_;
+  std::vector<uint32_t> path_;       // scratch: the path of the flow being injected
+  std::vector<uint32_t> hop_links_;  // scratch: what the allocator sees of it
+  std::vector<double> hop_weights_;
+  sc_core::sc_event wake_;
+  sc_core::sc_event arrival_;
+  double tick_s_ = 0.0;
+  bool updating_ = false;
+  uint64_t sequence_ = 0;
+  uint64_t started_ = 0;
+  uint64_t finished_ = 0;
+  uint64_t delivered_ = 0;
+};
+
+}  // namespace tessera::models

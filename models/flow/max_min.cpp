@@ -1,0 +1,220 @@
+#include "models/flow/max_min.h"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace tessera::models {
+
+
+MaxMinFairShare::MaxMinFairShare(const std::vector<double>& capacities) {
+  links_.reserve(capacities.size());
+  for (double c : capacities) add_link(c);
+}
+
+uint32_t MaxMinFairShare::add_link(double capacity) {
+  if (!(capacity > 0.0))
+    throw std::invalid_argument("max-min fair share: link " + std::to_string(links_.size()) +
+                                " has capacity " + std::to_string(capacity) + ", not > 0");
+  links_.emplace_back();
+  links_.back().capacity = capacity;
+  return static_cast<uint32_t>(links_.size() - 1);
+}
+
+void MaxMinFairShare::touch(uint32_t link) {
+  Link& l = links_[link];
+  if (l.dirty_mark == dirty_epoch_) return;
+  l.dirty_mark = dirty_epoch_;
+  dirty_.push_back(link);
+}
+
+uint32_t MaxMinFairShare::add(const uint32_t* links, const double* weights, size_t hops) {
+  uint32_t id;
+  if (!free_.empty()) {
+    id = free_.back();
+    free_.pop_back();
+  } else {
+    id = static_cast<uint32_t>(flows_.size());
+    flows_.emplace_back();
+  }
+  Flow& f = flows_[id];
+  f.hops.clear();
+  f.rate = 0.0;
+  f.active = true;
+  f.fixed = false;
+  for (size_t h = 0; h < hops; ++h) {
+    const uint32_t link = links[h];
+    if (link >= links_.size())
+      throw std::out_of_range("max-min fair share: flow crosses unknown link " +
+                              std::to_string(link));
+    const double weight = weights != nullptr ? weights[h] : 1.0;
+    if (!(weight > 0.0))
+      throw std::invalid_argument("max-min fair share: a hop's weight must be > 0");
+    Link& l = links_[link];
+    f.hops.push_back(Hop{link, static_cast<uint32_t>(l.members.size()), weight});
+    l.members.push_back(Member{id, static_cast<uint32_t>(h)});
+    touch(link);
+  }
+  if (hops == 0) {  // nothing limits it, and nothing it touches needs solving again
+    f.rate = std::numeric_limits<double>::infinity();
+    f.fixed = true;
+  }
+  ++active_;
+  return id;
+}
+
+void MaxMinFairShare::remove(uint32_t flow) {
+  Flow& f = flows_[flow];
+  if (!f.active) throw std::logic_error("max-min fair share: removing an inactive flow");
+  for (const Hop& hop : f.hops) {
+    Link& l = links_[hop.link];
+    const Member last = l.members.back();
+    l.members[hop.slot] = last;
+    flows_[last.flow].hops[last.hop].slot = hop.slot;
+    l.members.pop_back();
+    touch(hop.link);
+  }
+  f.active = false;
+  f.rate = 0.0;
+  free_.push_back(flow);
+  --active_;
+}
+
+const std::vector<uint32_t>& MaxMinFairShare::recompute() {
+  component_flows_.clear();
+  if (dirty_.empty()) return component_flows_;
+  ++recomputations_;
+  collect_component();
+  fill();
+  dirty_.clear();
+  ++dirty_epoch_;
+  return component_flows_;
+}
+
+// Breadth-first from the touched links: a link's member flows, then those flows' other links.
+// Each link's filling state starts here, in the same pass.
+void MaxMinFairShare::collect_component() {
+  ++epoch_;
+  component_links_.clear();
+  auto visit = [this](uint32_t link) {
+    Link& l = links_[link];
+    if (l.mark == epoch_) return;
+    l.mark = epoch_;
+    l.residual = l.capacity;
+    l.weight = 0.0;
+    l.unfixed = 0;
+    l.stale = false;
+    component_links_.push_back(link);
+  };
+  for (uint32_t link : dirty_) visit(link);
+  for (size_t next = 0; next < component_links_.size(); ++next) {
+    const Link& l = links_[component_links_[next]];
+    for (const Member& m : l.members) {
+      Flow& f = flows_[m.flow];
+      if (f.mark == epoch_) continue;
+      f.mark = epoch_;
+      f.fixed = false;
+      component_flows_.push_back(m.flow);
+      hops_visited_ += f.hops.size();
+      for (const Hop& hop : f.hops) {
+        visit(hop.link);
+        Link& other = links_[hop.link];
+        other.weight += hop.weight;
+        ++other.unfixed;
+      }
+    }
+  }
+}
+
+void MaxMinFairShare::fill() {
+  heap_.clear();
+  for (uint32_t link : component_links_) {
+    Link& l = links_[link];
+    if (l.unfixed == 0) continue;
+    l.level = l.residual / l.weight;
+    l.heap_slot = static_cast<uint32_t>(heap_.size());
+    heap_.push_back(link);
+  }
+  for (size_t slot = heap_.size() / 2; slot-- > 0;) heap_down(slot);
+  while (!heap_.empty()) {
+    // Levels only rise (by (c - w x)/(W - w) >= c/W for x <= c/W), so a stale entry sits too
+    // high: refresh the top until it is current; the links below are never touched for it.
+    const uint32_t top = heap_.front();
+    Link& t = links_[top];
+    if (t.unfixed == 0) {
+      heap_remove(top);
+      continue;
+    }
+    if (t.stale) {
+      t.stale = false;
+      t.level = t.residual / std::max(t.weight, 1e-300);
+      heap_down(0);
+      continue;
+    }
+    heap_remove(top);
+    const double level = t.level;
+    // Every unfixed flow crossing the fullest link stops rising at its level.
+    for (const Member& m : t.members) {
+      Flow& f = flows_[m.flow];
+      if (f.fixed) continue;
+      f.fixed = true;
+      f.rate = level;
+      for (const Hop& hop : f.hops) {
+        Link& l = links_[hop.link];
+        l.residual = std::max(0.0, l.residual - hop.weight * level);
+        l.weight -= hop.weight;
+        --l.unfixed;
+        l.stale = true;
+      }
+    }
+  }
+}
+
+// Heap order: the lowest level first, ties to the lowest link id.
+bool MaxMinFairShare::before(uint32_t a, uint32_t b) const {
+  const double la = links_[a].level, lb = links_[b].level;
+  return la < lb || (la == lb && a < b);
+}
+
+// Moves the entry at `slot` up or down to where it belongs.
+void MaxMinFairShare::heap_place(size_t slot) {
+  const uint32_t link = heap_[slot];
+  while (slot > 0) {
+    const size_t parent = (slot - 1) / 2;
+    if (!before(link, heap_[parent])) break;
+    heap_[slot] = heap_[parent];
+    links_[heap_[slot]].heap_slot = static_cast<uint32_t>(slot);
+    slot = parent;
+  }
+  heap_[slot] = link;
+  heap_down(slot);
+}
+
+void MaxMinFairShare::heap_down(size_t slot) {
+  const uint32_t link = heap_[slot];
+  const size_t n = heap_.size();
+  for (;;) {
+    size_t child = 2 * slot + 1;
+    if (child >= n) break;
+    if (child + 1 < n && before(heap_[child + 1], heap_[child])) ++child;
+    if (!before(heap_[child], link)) break;
+    heap_[slot] = heap_[child];
+    links_[heap_[slot]].heap_slot = static_cast<uint32_t>(slot);
+    slot = child;
+  }
+  heap_[slot] = link;
+  links_[link].heap_slot = static_cast<uint32_t>(slot);
+}
+
+void MaxMinFairShare::heap_remove(uint32_t link) {
+  const size_t slot = links_[link].heap_slot;
+  const uint32_t last = heap_.back();
+  heap_.pop_back();
+  if (last == link) return;
+  heap_[slot] = last;
+  links_[last].heap_slot = static_cast<uint32_t>(slot);
+  heap_place(slot);
+}
+
+}  // namespace tessera::models

@@ -1,0 +1,115 @@
+// Max-min fair rate allocation over directed links (progressive filling), for the flow fidelity
+// mode.
+//
+// Each link has a capacity (bytes/s). Each flow crosses a list of distinct links and uses
+// `weight` units of a link's capacity per unit of its own rate there (1 for plain bytes; the
+// flow fabric passes wire bytes / payload bytes so that packet overhead counts against the link).
+// The allocation is max-min fair: no flow's rate can grow without lowering the rate of a flow
+// that has a rate no larger.
+//
+// Progressive filling: every unfixed flow's rate rises together; the first link to fill (least
+// residual capacity per unit of unfixed weight crossing it) fixes every unfixed flow crossing it
+// at that level; repeat until every flow is fixed. An indexed min-heap of the component's links
+// keyed by (level, link id) finds the next link to fill. A link's level only rises as flows are
+// fixed elsewhere, so a changed link is only marked stale and re-placed when it reaches the top.
+//
+// Incremental: add() and remove() only mark the links the flow crosses. recompute() re-solves
+// the connected component of those links (links linked through shared flows); rates outside it
+// cannot change. Cost per recompute: O(H log H) with H the flow-hops in that component; at worst
+// every active flow's path. Storage (per flow hop lists, per link member lists, the heap, the
+// component lists) keeps its capacity when flows end, so steady state allocates nothing.
+// Everything is ordered by ids and by the order of calls, never by addresses: same calls, same
+// rates, bit for bit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace tessera::models {
+
+class MaxMinFairShare {
+ public:
+  MaxMinFairShare() = default;
+  explicit MaxMinFairShare(const std::vector<double>& capacities);
+
+  // Adds a link of `capacity` bytes/s; returns its id (0, 1, 2, ... in call order).
+  uint32_t add_link(double capacity);
+  uint32_t link_count() const { return static_cast<uint32_t>(links_.size()); }
+  double capacity(uint32_t link) const { return links_[link].capacity; }
+
+  // Adds a flow crossing `hops` links `links[0..hops)` (distinct), with `weights` per hop
+  // (nullptr: all 1). Returns the flow's id; ids of removed flows are reused (last freed first).
+  // Its rate is 0 until the next recompute(), except a flow crossing no link: its rate is
+  // infinite at once and no recompute() reports it.
+  uint32_t add(const uint32_t* links, const double* weights, size_t hops);
+  void remove(uint32_t flow);
+
+  // Re-solves the rates of the flows connected to links touched since the last call and returns
+  // those flows' ids (in a deterministic order); the list is valid until the next call.
+  const std::vector<uint32_t>& recompute();
+  bool pending() const { return !dirty_.empty(); }
+
+  double rate(uint32_t flow) const { return flows_[flow].rate; }
+  size_t active() const { return active_; }
+  // Flows crossing `link` now.
+  size_t flows_on(uint32_t link) const { return links_[link].members.size(); }
+
+  // Work counters: recomputations and flow-hops visited by them.
+  uint64_t recomputations() const { return recomputations_; }
+  uint64_t hops_visited() const { return hops_visited_; }
+
+ private:
+  struct Hop {
+    uint32_t link;
+    uint32_t slot;   // index of this flow in the link's member list
+    double weight;
+  };
+  struct Member {
+    uint32_t flow;
+    uint32_t hop;    // index of the link in the flow's hop list
+  };
+  struct Flow {
+    std::vector<Hop> hops;  // keeps its capacity when the id is reused
+    double rate = 0.0;
+    uint32_t mark = 0;      // epoch of the last recompute that visited it
+    bool active = false;
+    bool fixed = false;
+  };
+  struct Link {
+    double capacity = 0.0;
+    std::vector<Member> members;
+    // Scratch of the recompute that visits the link.
+    double residual = 0.0;
+    double weight = 0.0;     // sum of the weights of unfixed member flows
+    double level = 0.0;      // residual / weight: where it fills
+    uint32_t unfixed = 0;
+    uint32_t heap_slot = 0;
+    uint32_t mark = 0;       // epoch of the last recompute that visited it
+    bool stale = false;      // its flows changed since its level was placed in the heap
+    uint32_t dirty_mark = 0;
+  };
+
+  void touch(uint32_t link);
+  void collect_component();
+  void fill();
+  bool before(uint32_t a, uint32_t b) const;
+  void heap_place(size_t slot);
+  void heap_down(size_t slot);
+  void heap_remove(uint32_t link);
+
+  std::vector<Flow> flows_;
+  std::vector<uint32_t> free_;
+  std::vector<Link> links_;
+  std::vector<uint32_t> dirty_;
+  uint32_t dirty_epoch_ = 1;
+  uint32_t epoch_ = 0;
+  std::vector<uint32_t> component_links_;
+  std::vector<uint32_t> component_flows_;
+  std::vector<uint32_t> heap_;      // link ids; links_[id].heap_slot is the index
+  size_t active_ = 0;
+  uint64_t recomputations_ = 0;
+  uint64_t hops_visited_ = 0;
+};
+
+}  // namespace tessera::models

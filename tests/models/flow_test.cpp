@@ -1,0 +1,405 @@
+// The flow fidelity mode: the max-min fair allocator against hand-solved allocations and a
+// from-scratch solve, and the flow fabric's timing against closed forms (sharing, a flow
+// ending, latency once per path, wire overhead), its per-link counters, determinism and scale.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <new>
+
+#include "models/flow/max_min.h"
+#include "tests/support/child_process.h"
+#include "tests/support/flow_scenario.h"
+
+// GCC sees malloc/free pair with the replaced operators below and warns of a mismatch: they match.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
+// Every global allocation of this binary is counted, to show the fabric's steady state makes none.
+static uint64_t g_allocations = 0;
+void* operator new(std::size_t n) {
+  ++g_allocations;
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace tessera {
+namespace {
+
+using models::MaxMinFairShare;
+using testing::FlowScenario;
+using testing::TablePaths;
+using testing::Transfer;
+
+constexpr double kGBps = 1e9;
+
+// ---------------------------------------------------------------- the allocator, no kernel
+
+TEST(MaxMinFairShare, TwoEqualFlowsOnOneLinkEachGetHalf) {
+  MaxMinFairShare share({100 * kGBps});
+  const uint32_t link = 0;
+  const uint32_t a = share.add(&link, nullptr, 1);
+  const uint32_t b = share.add(&link, nullptr, 1);
+  share.recompute();
+  EXPECT_DOUBLE_EQ(share.rate(a), 50 * kGBps);
+  EXPECT_DOUBLE_EQ(share.rate(b), 50 * kGBps);
+}
+
+// Links 0, 1, 2 of 10, 4 and 3 GB/s; a crosses 0 and 1, b crosses 1, c crosses 0, d crosses 0
+// and 2. Link 1 fills first at 2 (a, b); then link 2 at 3 (d); link 0 has 10 - 2 - 3 = 5 for c.
+TEST(MaxMinFairShare, ClassicThreeLinkExample) {
+  MaxMinFairShare share({10 * kGBps, 4 * kGBps, 3 * kGBps});
+  const uint32_t pa[] = {0, 1}, pb[] = {1}, pc[] = {0}, pd[] = {0, 2};
+  const uint32_t a = share.add(pa, nullptr, 2), b = share.add(pb, nullptr, 1);
+  const uint32_t c = share.add(pc, nullptr, 1), d = share.add(pd, nullptr, 2);
+  share.recompute();
+  EXPECT_DOUBLE_EQ(share.rate(a), 2 * kGBps);
+  EXPECT_DOUBLE_EQ(share.rate(b), 2 * kGBps);
+  EXPECT_DOUBLE_EQ(share.rate(c), 5 * kGBps);
+  EXPECT_DOUBLE_EQ(share.rate(d), 3 * kGBps);
+  // b ends: a is held by link 0 now (10 shared by a, c, d with d held at 3 by link 2).
+  share.remove(b);
+  share.recompute();
+  EXPECT_DOUBLE_EQ(share.rate(a), 3.5 * kGBps);
+  EXPECT_DOUBLE_EQ(share.rate(c), 3.5 * kGBps);
+  EXPECT_DOUBLE_EQ(share.rate(d), 3 * kGBps);
+}
+
+TEST(MaxMinFairShare, WeightsChargeWireBytesToTheLink) {
+  MaxMinFairShare share({9 * kGBps});
+  const uint32_t link = 0;
+  const double heavy = 2.0;  // a flow whose framing doubles its bytes on the wire
+  const uint32_t a = share.add(&link, &heavy, 1);
+  const uint32_t b = share.add(&link, nullptr, 1);
+  share.recompute();
+  // Equal payload rates r with 2r + r = 9.
+  EXPECT_DOUBLE_EQ(share.rate(a), 3 * kGBps);
+  EXPECT_DOUBLE_EQ(share.rate(b), 3 * kGBps);
+}
+
+TEST(MaxMinFairShare, AFlowCrossingNoLinkIsUnlimited) {
+  MaxMinFairShare share({kGBps});
+  const uint32_t a = share.add(nullptr, nullptr, 0);
+  EXPECT_TRUE(share.recompute().empty());
+  EXPECT_TRUE(std::isinf(share.rate(a)));
+}
+
+TEST(MaxMinFairShare, RecomputeVisitsOnlyTheConnectedComponent) {
+  MaxMinFairShare share({kGBps, kGBps, kGBps, kGBps});
+  const uint32_t p01[] = {0, 1}, p1[] = {1}, p23[] = {2, 3}, p3[] = {3};
+  const uint32_t a = share.add(p01, nullptr, 2), b = share.add(p1, nullptr, 1);
+  const uint32_t c = share.add(p23, nullptr, 2), d = share.add(p3, nullptr, 1);
+  EXPECT_EQ(share.recompute().size(), 4u);
+  share.remove(d);
+  std::vector<uint32_t> touched = share.recompute();
+  EXPECT_EQ(touched, std::vector<uint32_t>{c});
+  EXPECT_DOUBLE_EQ(share.rate(c), kGBps);
+  EXPECT_DOUBLE_EQ(share.rate(a), 0.5 * kGBps);
+  EXPECT_DOUBLE_EQ(share.rate(b), 0.5 * kGBps);
+  EXPECT_TRUE(share.recompute().empty());  // nothing changed
+}
+
+// Deterministic pseudo-random numbers (no std::random distribution: those differ by library).
+struct Lcg {
+  uint64_t x;
+  uint32_t next(uint32_t n) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<uint32_t>((x >> 33) % n);
+  }
+};
+
+// Max-min fairness holds when every link's load is within its capacity and every flow has a
+// bottleneck: a full link on its path where no other flow has a higher rate.
+void expect_max_min_fair(const MaxMinFairShare& share, const std::vector<double>& capacity,
+                         const std::map<uint32_t, std::vector<uint32_t>>& flows) {
+  std::vector<double> load(capacity.size(), 0.0), top(capacity.size(), 0.0);
+  for (const auto& [id, path] : flows)
+    for (uint32_t l : path) {
+      load[l] += share.rate(id);
+      top[l] = std::max(top[l], share.rate(id));
+    }
+  for (size_t l = 0; l < capacity.size(); ++l) EXPECT_LE(load[l], capacity[l] * (1 + 1e-9));
+  for (const auto& [id, path] : flows) {
+    bool bottleneck = false;
+    for (uint32_t l : path)
+      bottleneck |= load[l] >= capacity[l] * (1 - 1e-9) && share.rate(id) >= top[l] * (1 - 1e-9);
+    EXPECT_TRUE(bottleneck) << "flow " << id << " has no bottleneck link";
+  }
+}
+
+TEST(MaxMinFairShare, IncrementalUpdatesMatchASolveFromScratch) {
+  Lcg rng{42};
+  std::vector<double> capacity;
+  for (int l = 0; l < 24; ++l) capacity.push_back((1 + rng.next(8)) * 10 * kGBps);
+  MaxMinFairShare share(capacity);
+  std::map<uint32_t, std::vector<uint32_t>> active;  // id -> path
+  for (int op = 0; op < 400; ++op) {
+    if (!active.empty() && rng.next(3) == 0) {
+      auto it = active.begin();
+      std::advance(it, rng.next(static_cast<uint32_t>(active.size())));
+      share.remove(it->first);
+      active.erase(it);
+    } else {
+      std::vector<uint32_t> path;
+      const uint32_t hops = 1 + rng.next(4);
+      while (path.size() < hops) {
+        const uint32_t l = rng.next(24);
+        if (std::find(path.begin(), path.end(), l) == path.end()) path.push_back(l);
+      }
+      active[share.add(path.data(), nullptr, path.size())] = path;
+    }
+    if (rng.next(4) != 0) continue;  // several changes per recompute, too
+    share.recompute();
+    MaxMinFairShare fresh(capacity);
+    std::map<uint32_t, uint32_t> fresh_id;
+    for (const auto& [id, path] : active) fresh_id[id] = fresh.add(path.data(), nullptr, path.size());
+    fresh.recompute();
+    for (const auto& [id, path] : active)
+      ASSERT_NEAR(share.rate(id), fresh.rate(fresh_id[id]), 1e-9 * share.rate(id)) << "op " << op;
+    expect_max_min_fair(share, capacity, active);
+  }
+  EXPECT_EQ(share.active(), active.size());
+}
+
+// ---------------------------------------------------------------- the fabric, in a child
+
+class FlowFabricTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { protocol::set_time_resolution(); }
+};
+
+sc_core::sc_time ns(double v) { return sc_core::sc_time(v, sc_core::SC_NS); }
+
+// Runs the schedule and reports every transfer's outcome and every link's counters.
+nlohmann::json simulate(const TablePaths& paths, const std::vector<Transfer>& schedule,
+                        uint32_t ranks) {
+  return testing::run_in_child([&] {
+    FlowScenario scenario("scenario", paths, schedule, ranks);
+    sc_core::sc_start();
+    nlohmann::json r;
+    for (const testing::Outcome& o : scenario.outcomes()) {
+      r["left"].push_back(o.left_ps);
+      r["arrived"].push_back(o.arrived_ps);
+      r["left_order"].push_back(o.left_order);
+      r["arrived_order"].push_back(o.arrived_order);
+    }
+    const models::FlowFabric& f = scenario.fabric;
+    for (uint32_t l = 0; l < f.links(); ++l) {
+      r["link_bytes"].push_back(f.bytes_carried(l));
+      r["link_chunks"].push_back(f.chunks_carried(l));
+      r["link_busy_ps"].push_back(f.busy_time(l).value());
+    }
+    r["delivered_bytes"] = scenario.bytes_delivered();
+    r["started"] = f.flows_started();
+    r["finished"] = f.flows_finished();
+    r["delivered"] = f.flows_delivered();
+    r["active"] = f.active_flows();
+    r["in_flight"] = f.in_flight();
+    r["payloads_in_use"] = scenario.pool().in_use();
+    r["end_ps"] = sc_core::sc_time_stamp().value();
+    return r;
+  });
+}
+
+constexpr double kB = 100 * kGBps;  // 1e11 bytes/s: 1e6 bytes take 10 us
+constexpr uint64_t kS = 1000000;
+constexpr uint64_t kUs = 1000000;  // ps
+
+TEST_F(FlowFabricTest, TwoEqualFlowsOnOneLinkFinishAtTwiceSOverB) {
+  TablePaths paths(3);
+  const uint32_t link = paths.add_link(kB, ns(500));
+  paths.set_path(0, 2, {link});
+  paths.set_path(1, 2, {link});
+  const nlohmann::json r = simulate(paths, {{0, 0, 2, kS}, {0, 1, 2, kS}}, 3);
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(r["left"][i].get<uint64_t>(), 20 * kUs);           // 2S/B
+    EXPECT_EQ(r["arrived"][i].get<uint64_t>(), 20 * kUs + 500000);  // + latency
+  }
+  // Ties go to the earlier injection.
+  EXPECT_EQ(r["left_order"][0].get<int>(), 0);
+  EXPECT_EQ(r["arrived_order"][1].get<int>(), 1);
+  EXPECT_EQ(r["payloads_in_use"].get<int>(), 0);
+}
+
+TEST_F(FlowFabricTest, AFlowEndingFreesItsShare) {
+  TablePaths paths(2);
+  const uint32_t link = paths.add_link(kB);
+  paths.set_path(0, 1, {link});
+  // S and 2S together: both at B/2 until 2S/B, then the larger alone: S/B more.
+  const nlohmann::json r = simulate(paths, {{0, 0, 1, kS}, {0, 0, 1, 2 * kS}}, 2);
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  EXPECT_EQ(r["left"][0].get<uint64_t>(), 20 * kUs);
+  EXPECT_EQ(r["left"][1].get<uint64_t>(), 30 * kUs);
+  // Staggered: A alone for 5 us (half sent), then both at B/2: A's other half takes 10 us,
+  // B sends half meanwhile, then the rest alone in 5 us.
+  const nlohmann::json s = simulate(paths, {{0, 0, 1, kS}, {5e-6, 0, 1, kS}}, 2);
+  ASSERT_FALSE(s.contains("error")) << s.dump();
+  EXPECT_EQ(s["left"][0].get<uint64_t>(), 15 * kUs);
+  EXPECT_EQ(s["left"][1].get<uint64_t>(), 20 * kUs);
+}
+
+// The allocator's classic example through the fabric: with sizes proportional to the max-min
+// rates (2, 2, 5, 3 GB/s) every flow ends at the same instant, 1 ms.
+TEST_F(FlowFabricTest, FlowsGetMaxMinSharesOfTheirBottlenecks) {
+  TablePaths paths(5);
+  const uint32_t l0 = paths.add_link(10 * kGBps), l1 = paths.add_link(4 * kGBps);
+  const uint32_t l2 = paths.add_link(3 * kGBps);
+  paths.set_path(0, 4, {l0, l1});
+  paths.set_path(1, 4, {l1});
+  paths.set_path(2, 4, {l0});
+  paths.set_path(3, 4, {l0, l2});
+  const nlohmann::json r = simulate(
+      paths, {{0, 0, 4, 2 * kS}, {0, 1, 4, 2 * kS}, {0, 2, 4, 5 * kS}, {0, 3, 4, 3 * kS}}, 5);
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(r["left"][i].get<uint64_t>(), 1000 * kUs) << i;
+}
+
+// Three links of 100 ns and two switches of 50 ns: 400 ns once, after the last byte leaves
+// (cut-through; packet mode would also store and forward the chunk at each switch).
+TEST_F(FlowFabricTest, LatencyIsAddedOncePerPath) {
+  TablePaths paths(2);
+  const uint32_t up = paths.add_link(kB, ns(100));
+  const uint32_t across = paths.add_link(kB, ns(100), ns(50));
+  const uint32_t down = paths.add_link(kB, ns(100), ns(50));
+  paths.set_path(0, 1, {up, across, down});
+  paths.set_path(1, 1, {});  // to itself: crosses nothing
+  const nlohmann::json r = simulate(paths, {{0, 0, 1, kS}, {1e-6, 1, 1, kS}}, 2);
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  EXPECT_EQ(r["left"][0].get<uint64_t>(), 10 * kUs);
+  EXPECT_EQ(r["arrived"][0].get<uint64_t>(), 10 * kUs + 400000);
+  EXPECT_EQ(r["left"][1].get<uint64_t>(), 1 * kUs);
+  EXPECT_EQ(r["arrived"][1].get<uint64_t>(), 1 * kUs);
+}
+
+// 64 bytes of framing per 4 KiB packet on the first link only: 1 MiB is 256 packets, 16 KiB
+// of overhead, and that link (not the plain one) sets the rate.
+TEST_F(FlowFabricTest, CountsBytesAndBusyTimePerLinkWithWireOverhead) {
+  TablePaths paths(2);
+  const uint32_t framed = paths.add_link(kB), plain = paths.add_link(kB);
+  paths.add_link(kB);  // crossed by nothing
+  paths.spec(framed).timing.packet_overhead_bytes = 64;
+  paths.spec(framed).timing.max_packet_payload_bytes = 4096;
+  paths.set_path(0, 1, {framed, plain});
+  const uint64_t mib = 1 << 20;
+  const nlohmann::json r = simulate(paths, {{0, 0, 1, mib}, {0, 0, 1, mib}}, 2);
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  const uint64_t wire_ps = (2 * (mib + 256 * 64)) * 1000000000000ull / uint64_t(kB);
+  EXPECT_EQ(r["left"][1].get<uint64_t>(), wire_ps);  // 2 x 1,064,960 bytes at 1e11
+  EXPECT_EQ(r["link_bytes"][0].get<uint64_t>(), 2 * mib);
+  EXPECT_EQ(r["link_bytes"][1].get<uint64_t>(), 2 * mib);
+  EXPECT_EQ(r["link_bytes"][2].get<uint64_t>(), 0u);
+  EXPECT_EQ(r["link_chunks"][0].get<uint64_t>(), 2u);
+  EXPECT_EQ(r["link_busy_ps"][0].get<uint64_t>(), wire_ps);                    // full
+  EXPECT_EQ(r["link_busy_ps"][1].get<uint64_t>(), 2 * mib * 1000000000000ull / uint64_t(kB));
+  EXPECT_EQ(r["delivered_bytes"].get<uint64_t>(), 2 * mib);
+}
+
+// Many flows with ties everywhere (equal sizes, equal start times) on a small shared network.
+std::vector<Transfer> tangled_schedule(uint32_t ranks, size_t count) {
+  Lcg rng{7};
+  std::vector<Transfer> s;
+  for (size_t i = 0; i < count; ++i) {
+    Transfer t;
+    t.start_s = double(rng.next(20)) * 1e-6;
+    t.source = rng.next(ranks);
+    t.destination = (t.source + 1 + rng.next(ranks - 1)) % ranks;
+    t.bytes = (1 + rng.next(4)) * 250000;
+    s.push_back(t);
+  }
+  std::stable_sort(s.begin(), s.end(),
+                   [](const Transfer& a, const Transfer& b) { return a.start_s < b.start_s; });
+  return s;
+}
+
+// Rank r has an up-link r and a down-link ranks + r; a transfer crosses the source's up-link,
+// one of two shared spine links, and the destination's down-link.
+TablePaths star(uint32_t ranks) {
+  TablePaths paths(ranks);
+  for (uint32_t r = 0; r < 2 * ranks; ++r) paths.add_link(kB, ns(100));
+  const uint32_t spine0 = paths.add_link(2 * kB, ns(200), ns(300));
+  const uint32_t spine1 = paths.add_link(1.5 * kB, ns(200), ns(300));
+  for (uint32_t s = 0; s < ranks; ++s)
+    for (uint32_t d = 0; d < ranks; ++d)
+      if (s != d) paths.set_path(s, d, {s, (s + d) % 2 ? spine1 : spine0, ranks + d});
+  return paths;
+}
+
+TEST_F(FlowFabricTest, SameInputsSameEventsBitForBit) {
+  const uint32_t ranks = 8;
+  const TablePaths paths = star(ranks);
+  const std::vector<Transfer> schedule = tangled_schedule(ranks, 400);
+  const nlohmann::json a = simulate(paths, schedule, ranks);
+  const nlohmann::json b = simulate(paths, schedule, ranks);
+  ASSERT_FALSE(a.contains("error")) << a.dump();
+  EXPECT_EQ(a.dump(), b.dump());
+  uint64_t bytes = 0;
+  for (const Transfer& t : schedule) bytes += t.bytes;
+  EXPECT_EQ(a["delivered_bytes"].get<uint64_t>(), bytes);
+  EXPECT_EQ(a["delivered"].get<uint64_t>(), schedule.size());
+  // Each transfer crosses three links: each counts its bytes once.
+  uint64_t link_bytes = 0;
+  for (const auto& v : a["link_bytes"]) link_bytes += v.get<uint64_t>();
+  EXPECT_EQ(link_bytes, 3 * bytes);
+  // Every arrival is the path latency (100 + 200 + 300 + 100 ns) after its last byte left.
+  for (size_t i = 0; i < schedule.size(); ++i)
+    EXPECT_EQ(a["arrived"][i].get<uint64_t>() - a["left"][i].get<uint64_t>(), 700000u) << i;
+}
+
+// The same 400 transfers twice, 10 ms apart: the second wave finds every pool, heap and list
+// already grown by the first and allocates nothing at all (kernel included).
+TEST_F(FlowFabricTest, SteadyStateAllocatesNothing) {
+  const uint32_t ranks = 8;
+  const TablePaths paths = star(ranks);
+  std::vector<Transfer> schedule = tangled_schedule(ranks, 400);
+  const size_t wave = schedule.size();
+  for (size_t i = 0; i < wave; ++i) {
+    schedule.push_back(schedule[i]);
+    schedule.back().start_s += 10e-3;
+  }
+  const nlohmann::json r = testing::run_in_child([&] {
+    FlowScenario scenario("scenario", paths, schedule, ranks);
+    sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_MS));
+    const uint64_t first_delivered = scenario.fabric.flows_delivered();
+    const uint64_t before = g_allocations;
+    sc_core::sc_start();
+    const uint64_t allocations = g_allocations - before;
+    return nlohmann::json{{"first_delivered", first_delivered},
+                          {"allocations", allocations},
+                          {"delivered", scenario.fabric.flows_delivered()}};
+  });
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  EXPECT_EQ(r["first_delivered"].get<size_t>(), wave);  // the first wave was over by 5 ms
+  EXPECT_EQ(r["delivered"].get<size_t>(), 2 * wave);
+  EXPECT_EQ(r["allocations"].get<uint64_t>(), 0u);
+}
+
+// 10,000 flows at once on 100 up-links and 100 down-links, exactly 100 flows on each link: each
+// gets B/100 and all end at 100 S/B = 1 ms.
+TEST_F(FlowFabricTest, TenThousandConcurrentFlows) {
+  const uint32_t ranks = 100;
+  TablePaths paths(ranks);
+  for (uint32_t r = 0; r < 2 * ranks; ++r) paths.add_link(kB);
+  std::vector<Transfer> schedule;
+  for (uint32_t i = 0; i < 10000; ++i) {
+    const uint32_t s = i % ranks, d = (s + i / ranks) % ranks;
+    paths.set_path(s, d, {s, ranks + d});
+    schedule.push_back({0, s, d, kS});
+  }
+  const nlohmann::json r = simulate(paths, schedule, ranks);
+  ASSERT_FALSE(r.contains("error")) << r.dump().substr(0, 300);
+  EXPECT_EQ(r["delivered_bytes"].get<uint64_t>(), 10000 * kS);
+  EXPECT_EQ(r["delivered"].get<uint64_t>(), 10000u);
+  EXPECT_EQ(r["active"].get<uint64_t>(), 0u);
+  EXPECT_EQ(r["in_flight"].get<uint64_t>(), 0u);
+  EXPECT_EQ(r["payloads_in_use"].get<uint64_t>(), 0u);
+  for (size_t i = 0; i < 10000; ++i) ASSERT_EQ(r["left"][i].get<uint64_t>(), 1000 * kUs) << i;
+  for (uint32_t l = 0; l < 2 * ranks; ++l)
+    ASSERT_EQ(r["link_bytes"][l].get<uint64_t>(), 100 * kS) << l;
+}
+
+}  // namespace
+}  // namespace tessera
