@@ -159,16 +159,7 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
       ("title", po::value(&title), "plot title");
   desc.add(platform_options(platform_settings));
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw InputError(e.what());
-  }
-  if (vm.count("help")) {
-    out << desc << "\n";
-    return kOk;
-  }
+  if (!parse_command_options(args, desc, out, vm)) return kOk;
   SweepSettings s;
   s.op = op;
   parse_op(op);

@@ -36,16 +36,7 @@ int command_describe(const std::vector<std::string>& args, std::ostream& out) {
       ("to", po::value(&to), "GPU the path ends at (default: the last GPU)");
   desc.add(path);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw InputError(e.what());
-  }
-  if (vm.count("help")) {
-    out << desc << "\n";
-    return 0;
-  }
+  if (!parse_command_options(args, desc, out, vm)) return 0;
   const platforms::PlatformConfig config = build_platform(settings);
   const platforms::PlatformGraph graph = platforms::generate_topology(config);
   const platforms::Routing routing(graph);

@@ -21,6 +21,19 @@ po::options_description platform_options(PlatformSettings& s) {
   return platform;
 }
 
+bool parse_command_options(const std::vector<std::string>& args, const po::options_description& desc,
+                           std::ostream& out, po::variables_map& vm) {
+  try {
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw InputError(e.what());
+  }
+  if (!vm.count("help")) return true;
+  out << desc << "\n";
+  return false;
+}
+
 platforms::PlatformConfig build_platform(const PlatformSettings& s) {
   std::vector<std::string> sets = s.sets;
   if (s.nodes != 0) sets.push_back("nodes=" + std::to_string(s.nodes));

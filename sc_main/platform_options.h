@@ -2,6 +2,7 @@
 // platform they describe, checked: a bad value is an InputError naming the option or key.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,12 @@ struct PlatformSettings {
 };
 
 boost::program_options::options_description platform_options(PlatformSettings& s);
+
+// Parses a command's options (errors become InputError). Returns false after printing the
+// options for --help, when the command has nothing more to do.
+bool parse_command_options(const std::vector<std::string>& args,
+                           const boost::program_options::options_description& desc, std::ostream& out,
+                           boost::program_options::variables_map& vm);
 
 // The platform with the command line's changes, validated, its topology generated and routed
 // once (so an unbuildable or unroutable platform fails here, before any simulation).
