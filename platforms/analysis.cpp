@@ -156,7 +156,6 @@ std::vector<Hop> route(const PlatformGraph& graph, const Routing& routing, uint3
   const NodeTemplate& nt = graph.node;
   const Graph& ng = nt.graph;
   const Network& net = graph.network;
-  const uint32_t per_gateway = graph.gateways_per_node();
   if (source >= graph.gpu_count() || destination >= graph.gpu_count())
     throw std::invalid_argument("GPU " + std::to_string(std::max(source, destination)) +
                                 " does not exist (the platform has " + std::to_string(graph.gpu_count()) +
@@ -165,50 +164,22 @@ std::vector<Hop> route(const PlatformGraph& graph, const Routing& routing, uint3
   t.source = source;
   t.destination = destination;
   std::vector<Hop> hops;
-  auto node_name = [&](uint32_t n, uint32_t v) { return "node" + std::to_string(n) + "." + ng.devices[v].name; };
-  auto add = [&](std::string from, std::string to, const GraphLink& l, double device_latency_ns) {
-    hops.push_back({std::move(from), std::move(to), link_kind_name(l.kind), l.timing.bandwidth_bytes_per_s,
-                    l.timing.latency.to_seconds() + device_latency_ns * 1e-9});
+  auto name = [&](bool network, uint32_t node, uint32_t device) {
+    return network ? net.graph.devices[device].name : "node" + std::to_string(node) + "." + ng.devices[device].name;
   };
-  bool in_node = true;
-  uint32_t node = source / nt.gpus, v = source % nt.gpus, x = 0;
-  for (int guard = 0; guard < 256; ++guard) {
-    if (in_node) {
-      // Only a GPU is a destination (template devices past the GPUs have indices too).
-      if (v < nt.gpus && node * nt.gpus + v == destination) return hops;
-      const uint32_t port = routing.node_next(node, v, t);
-      if (port < ng.ports(v)) {
-        const GraphLink& l = ng.links[ng.devices[v].port_links[port]];
-        const uint32_t w = ng.neighbor(v, port);
-        add(node_name(node, v), node_name(node, w), l, w < nt.gpus ? 0.0 : ng.devices[w].latency_ns);
-        v = w;
-        continue;
-      }
-      const uint32_t gw = static_cast<uint32_t>(
-          std::find(nt.gateways.begin(), nt.gateways.end(), v) - nt.gateways.begin());
-      x = node * per_gateway + gw;
-      const uint32_t uplink = port - ng.ports(v);
-      const GraphLink& l = net.graph.links[net.graph.devices[x].port_links[uplink]];
-      const uint32_t y = net.graph.neighbor(x, uplink);
-      add(net.graph.devices[x].name, net.graph.devices[y].name, l, net.graph.devices[y].latency_ns);
-      x = y;
-      in_node = false;
-      continue;
-    }
-    const uint32_t port = routing.network_next(x, t);
-    const GraphLink& l = net.graph.links[net.graph.devices[x].port_links[port]];
-    const uint32_t y = net.graph.neighbor(x, port);
-    add(net.graph.devices[x].name, net.graph.devices[y].name, l, net.graph.devices[y].latency_ns);
-    if (y < net.gateways) {
-      node = y / per_gateway;
-      v = nt.gateways[y % per_gateway];
-      in_node = true;
-    } else {
-      x = y;
-    }
-  }
-  throw std::logic_error("the route from GPU " + std::to_string(source) + " to GPU " +
-                         std::to_string(destination) + " does not end");
+  routing.walk(t, [&](const Routing::Step& s) {
+    const Graph& g = s.network ? net.graph : ng;
+    const GraphLink& l = g.links[g.devices[s.device].port_links[s.port]];
+    const uint32_t w = g.neighbor(s.device, s.port);
+    // The pipeline of the device entered (a GPU has none).
+    const double device_latency_ns =
+        s.network ? net.graph.devices[w].latency_ns : (w >= nt.gpus ? ng.devices[w].latency_ns : 0.0);
+    const std::string to = name(s.network, s.node, w);
+    const std::string from = name(s.network, s.node, s.device);
+    hops.push_back({from, to, link_kind_name(l.kind), l.timing.bandwidth_bytes_per_s,
+                    l.timing.latency.to_seconds() + device_latency_ns * 1e-9});
+  });
+  return hops;
 }
 
 }  // namespace tessera::platforms

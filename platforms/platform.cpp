@@ -32,6 +32,14 @@ models::FabricFacts fabric_facts(const PlatformConfig& c) {
   return f;
 }
 
+const char* fidelity_name(Fidelity f) { return f == Fidelity::Flow ? "flow" : "packet"; }
+
+bool parse_fidelity(const std::string& name, Fidelity& out) {
+  if (name == "packet") return out = Fidelity::Packet, true;
+  if (name == "flow") return out = Fidelity::Flow, true;
+  return false;
+}
+
 struct Platform::NodeRouter : models::Router {
   NodeRouter(const Routing& r, uint32_t n, uint32_t d) : routing(r), node(n), device(d) {}
   unsigned route(protocol::FabricTransfer& t) const override {
@@ -80,8 +88,8 @@ std::string module_name(const std::string& graph_name) {
 
 Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
                    const workloads::Job& job, protocol::PayloadPool& pool,
-                   const models::CollectiveEngineConfig& engine)
-    : sc_module(name), config_(config) {
+                   const models::CollectiveEngineConfig& engine, Fidelity fidelity)
+    : sc_module(name), config_(config), fidelity_(fidelity) {
   config_.validate();
   if (static_cast<size_t>(config_.gpu_count()) != job.ranks.size())
     throw std::invalid_argument("the workload has " + std::to_string(job.ranks.size()) +
@@ -96,6 +104,12 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
   models::CollectiveEngineConfig collectives = engine;
   if (collectives.gpus_per_node == 0) collectives.gpus_per_node = config_.node.gpus;
   collectives.fabric = fabric_facts(config_);
+  const bool packet = fidelity_ == Fidelity::Packet;
+  if (!packet) {
+    // Flows have no switch module to reduce in; schedules run in their steady state.
+    collectives.fabric.in_switch_reduction = false;
+    collectives.steady_state = true;
+  }
   const uint64_t chunk = std::max<uint64_t>(1, collectives.chunk_bytes);
   const uint32_t nodes = topology_->nodes;
 
@@ -117,13 +131,14 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
     groups_.push_back(std::make_unique<Group>(("node" + std::to_string(n)).c_str()));
     InGroup in_node(*groups_.back());
     for (uint32_t v = 0; v < nt.gpus; ++v) {
-      gpu_config.fabric_ports = ng.ports(v);
+      gpu_config.fabric_ports = packet ? ng.ports(v) : 0;
       const int rank = static_cast<int>(n * nt.gpus + v);
       gpus_.push_back(std::make_unique<models::Gpu>(("gpu" + std::to_string(rank)).c_str(), rank,
                                                     gpu_config, job, pool));
       node_routers_.emplace_back(*routing_, n, v);
       gpus_.back()->set_router(node_routers_.back());
     }
+    if (!packet) continue;
     for (uint32_t v = nt.gpus; v < ng.devices.size(); ++v) {
       const GraphDevice& d = ng.devices[v];
       models::CrossbarConfig cc;
@@ -151,6 +166,16 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
       module->set_router(node_routers_.back());
       switches_.push_back(std::move(module));
     }
+  }
+  if (!packet) {
+    flow_paths_ = std::make_unique<RoutedPaths>(
+        *topology_, *routing_, sc_core::sc_time(config_.node.nics.message_overhead_ns, sc_core::SC_NS));
+    flow_fabric_ = std::make_unique<models::FlowFabric>("fabric", *flow_paths_);
+    for (auto& gpu : gpus_) {
+      flow_fabric_->attach(static_cast<uint32_t>(gpu->rank()), *gpu);
+      gpu->set_flow_fabric(*flow_fabric_);
+    }
+    return;
   }
   groups_.push_back(std::make_unique<Group>("network"));
   InGroup in_network(*groups_.back());

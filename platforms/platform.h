@@ -11,9 +11,11 @@
 
 #include <systemc>
 
+#include "models/flow/flow_fabric.h"
 #include "models/gpu/gpu.h"
 #include "models/link/link.h"
 #include "models/switch/crossbar.h"
+#include "platforms/flow_paths.h"
 #include "platforms/platform_config.h"
 #include "platforms/routing.h"
 #include "platforms/topology.h"
@@ -26,11 +28,28 @@ namespace tessera::platforms {
 // GPU -> switch -> GPU latency, in-switch reduction, SMs).
 models::FabricFacts fabric_facts(const PlatformConfig& config);
 
+// How transfers cross the fabric (docs/fidelity.md).
+enum class Fidelity {
+  Packet,  // every chunk through every port, link and switch module
+  Flow,    // one flow per transfer, max-min fair shares of the links on its path
+};
+const char* fidelity_name(Fidelity f);
+bool parse_fidelity(const std::string& name, Fidelity& out);
+
 class Platform : public sc_core::sc_module {
  public:
+  // Packet fidelity builds a module per device and binds their ports through links. Flow
+  // fidelity builds the GPUs and one flow fabric over the same topology and routes (no switch
+  // or link modules; collective schedules run in their steady state).
   Platform(sc_core::sc_module_name name, const PlatformConfig& config, const workloads::Job& job,
-           protocol::PayloadPool& pool, const models::CollectiveEngineConfig& collectives);
+           protocol::PayloadPool& pool, const models::CollectiveEngineConfig& collectives,
+           Fidelity fidelity = Fidelity::Packet);
   ~Platform() override;
+
+  Fidelity fidelity() const { return fidelity_; }
+  // Flow fidelity only (null in packet mode): the fabric and its links' names and kinds.
+  const models::FlowFabric* flow_fabric() const { return flow_fabric_.get(); }
+  const RoutedPaths* flow_paths() const { return flow_paths_.get(); }
 
   const PlatformConfig& config() const { return config_; }
   const PlatformGraph& topology() const { return *topology_; }
@@ -51,6 +70,7 @@ class Platform : public sc_core::sc_module {
                const protocol::LinkTiming& timing, LinkKind kind);
 
   PlatformConfig config_;
+  Fidelity fidelity_;
   std::unique_ptr<PlatformGraph> topology_;
   std::unique_ptr<Routing> routing_;
   std::vector<std::unique_ptr<sc_core::sc_module>> groups_;  // node0.., network
@@ -61,6 +81,8 @@ class Platform : public sc_core::sc_module {
   std::vector<std::unique_ptr<models::Link>> links_;
   std::deque<NodeRouter> node_routers_;
   std::deque<NetworkRouter> network_routers_;
+  std::unique_ptr<RoutedPaths> flow_paths_;
+  std::unique_ptr<models::FlowFabric> flow_fabric_;
 };
 
 }  // namespace tessera::platforms

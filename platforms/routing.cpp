@@ -244,7 +244,10 @@ uint32_t Routing::node_next(uint32_t node, uint32_t device, protocol::FabricTran
       if (choice == PortLists::kNone)
         throw std::runtime_error("GPU " + std::to_string(t.source) + " has no way out of its node to GPU " +
                                  std::to_string(t.destination));
-      t.gateway = node_lists_.pick(choice, h);
+      // The GPU's own offset, not the transfer's identity: GPUs that share their nearest
+      // gateways start on different ones (a transfer's chunks still take them in turn), as
+      // NCCL gives neighbouring GPUs different NICs.
+      t.gateway = node_lists_.pick(choice, t.chunk + uint64_t(t.step) * 7 + device);
     }
     if (gateway_index_[device] == static_cast<int32_t>(t.gateway)) {
       const uint32_t per_node = topology_.gateways_per_node();

@@ -15,7 +15,9 @@
 // the same switches, plus the gateways cabled to themselves.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -52,10 +54,25 @@ class Routing {
   // The output port of network device `device` (a network switch) for transfer `t`.
   uint32_t network_next(uint32_t device, const protocol::FabricTransfer& t) const;
 
+  // One link of a path: the one leaving `device` through `port`, a device of node `node`'s
+  // template graph or (network) of the network graph.
+  struct Step {
+    bool network = false;
+    uint32_t node = 0, device = 0, port = 0;
+  };
+  // Calls visit(step) for every link a transfer crosses from t.source to t.destination, in
+  // order: the walk the switch modules make hop by hop. Throws std::logic_error for a route
+  // that does not end.
+  template <typename Visit>
+  void walk(protocol::FabricTransfer t, Visit&& visit) const;
+
   // Consecutive chunks take consecutive entries of a weighted list, so a transfer's chunks
-  // spread over equal-cost ports exactly in proportion to their bandwidth.
+  // spread over equal-cost ports exactly in proportion to their bandwidth. The source and the
+  // destination are part of it, as addresses are of a real ECMP hash: transfers of one
+  // collective step between different pairs spread too (in flow fidelity a transfer is one
+  // flow and takes one path).
   static uint64_t hash(const protocol::FabricTransfer& t) {
-    return t.chunk + uint64_t(t.step) * 7 + t.flow * 13;
+    return t.chunk + uint64_t(t.step) * 7 + t.flow * 13 + uint64_t(t.source) * 5 + uint64_t(t.destination) * 3;
   }
 
  private:
@@ -80,5 +97,48 @@ class Routing {
   std::vector<uint32_t> uplink_table_;   // per gateway with several uplinks: row into uplink_rows_
   std::vector<uint32_t> uplink_rows_;    // row * keys_ + key -> list
 };
+
+template <typename Visit>
+void Routing::walk(protocol::FabricTransfer t, Visit&& visit) const {
+  const NodeTemplate& nt = topology_.node;
+  const Graph& ng = nt.graph;
+  const Graph& net = topology_.network.graph;
+  const uint32_t gateways = topology_.network.gateways;
+  const uint32_t per_node = topology_.gateways_per_node();
+  uint32_t node = t.source / nt.gpus, v = t.source % nt.gpus, x = 0;
+  bool in_node = true;
+  auto enter_node = [&](uint32_t gateway) {  // a network gateway: its node's device
+    node = gateway / per_node;
+    v = nt.gateways[gateway % per_node];
+    in_node = true;
+  };
+  const size_t limit = 4 * (ng.devices.size() + net.devices.size()) + 16;
+  for (size_t hops = 0; hops <= limit; ++hops) {
+    if (in_node) {
+      // Only a GPU is a destination (template devices past the GPUs have indices too).
+      if (v < nt.gpus && node * nt.gpus + v == t.destination) return;
+      const uint32_t port = node_next(node, v, t);
+      if (port < ng.ports(v)) {
+        visit(Step{false, node, v, port});
+        v = ng.neighbor(v, port);
+        continue;
+      }
+      const uint32_t gw = static_cast<uint32_t>(
+          std::find(nt.gateways.begin(), nt.gateways.end(), v) - nt.gateways.begin());
+      x = node * per_node + gw;
+      visit(Step{true, node, x, port - ng.ports(v)});
+      x = net.neighbor(x, port - ng.ports(v));
+      in_node = false;
+      if (x < gateways) enter_node(x);  // gateways cabled to each other
+      continue;
+    }
+    const uint32_t port = network_next(x, t);
+    visit(Step{true, node, x, port});
+    x = net.neighbor(x, port);
+    if (x < gateways) enter_node(x);
+  }
+  throw std::logic_error("the route from GPU " + std::to_string(t.source) + " to GPU " +
+                         std::to_string(t.destination) + " does not end");
+}
 
 }  // namespace tessera::platforms

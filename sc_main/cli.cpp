@@ -53,6 +53,7 @@ struct RunSettings {
   bool allow_oom = false;
   int64_t chunk_kib = 128;
   std::string collective_algorithm = "auto", collective_protocol = "auto";
+  std::string fidelity = "packet";
   int64_t gpus_per_node = 0;
   double trace_bucket_us = 10.0;
   bool quiet = false;
@@ -87,6 +88,8 @@ po::options_description run_options(RunSettings& s) {
   workload.add(model).add(strategy);
   po::options_description sim("simulation");
   sim.add_options()
+      ("fidelity", po::value(&s.fidelity)->default_value("packet"),
+       "packet (every chunk through every port and switch) or flow (one max-min fair flow per transfer; large systems); docs/fidelity.md")
       ("chunk-kib", po::value(&s.chunk_kib)->default_value(128), "fabric chunk size, KiB")
       ("collective-algorithm", po::value(&s.collective_algorithm)->default_value("auto"),
        "ring, tree, direct, halving-doubling, hierarchical, nvls or auto (the tuner); used where it applies, an op's own algorithm wins")
@@ -262,6 +265,8 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
 
   SimulationOptions options;
   options.chunk_bytes = uint64_t(s.chunk_kib) * 1024;
+  if (!platforms::parse_fidelity(s.fidelity, options.fidelity))
+    throw InputError("--fidelity: unknown fidelity '" + s.fidelity + "' (packet or flow)");
   if (!models::parse_algorithm(s.collective_algorithm, options.collectives.algorithm))
     throw InputError("--collective-algorithm: unknown algorithm '" + s.collective_algorithm + "'");
   if (!models::parse_protocol(s.collective_protocol, options.collectives.protocol))

@@ -137,7 +137,7 @@ std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const
 
 int command_collective(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
   PlatformSettings platform_settings;
-  std::string op = "allreduce", min_text = "8", max_text = "128M";
+  std::string op = "allreduce", min_text = "8", max_text = "128M", fidelity = "packet";
   std::string algorithm = "auto", protocol = "auto", report, compare, svg, title;
   double factor = 2.0;
   int64_t gpus_per_node = 0, chunk_kib = 128, channels = 0;
@@ -153,6 +153,7 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
       ("protocol", po::value(&protocol)->default_value("auto"), "simple, ll, ll128, auto")
       ("channels", po::value(&channels), "channels (default: the tuner's)")
       ("chunk-kib", po::value(&chunk_kib)->default_value(128), "largest fabric chunk, KiB")
+      ("fidelity", po::value(&fidelity)->default_value("packet"), "packet or flow (docs/fidelity.md)")
       ("report", po::value(&report), "write the table as JSON to FILE")
       ("compare", po::value(&compare), "a measured curve (CSV) to compare busbw with")
       ("svg", po::value(&svg), "with --compare: plot simulated and measured busbw to FILE")
@@ -170,6 +171,8 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
   s.step_factor = factor;
   if (chunk_kib <= 0) throw InputError("--chunk-kib must be positive");
   s.options.chunk_bytes = uint64_t(chunk_kib) * 1024;
+  if (!platforms::parse_fidelity(fidelity, s.options.fidelity))
+    throw InputError("--fidelity: unknown fidelity '" + fidelity + "' (packet or flow)");
   if (!models::parse_algorithm(algorithm, s.options.collectives.algorithm))
     throw InputError("--algorithm: unknown algorithm '" + algorithm + "'");
   if (!models::parse_protocol(protocol, s.options.collectives.protocol))

@@ -94,7 +94,9 @@ ordered_json report_json(const platforms::PlatformConfig& platform, const worklo
                      {"utilization", r.iteration_time_s > 0 ? l.busy_s / r.iteration_time_s : 0.0}});
   }
   j["links"] = links;
-  j["simulation"] = {{"fabric_transactions", r.transactions}};
+  j["simulation"] = {{"fidelity", platforms::fidelity_name(r.fidelity)},
+                     {"fabric_transactions", r.transactions},
+                     {"flows", r.flows}};
   return j;
 }
 
@@ -113,7 +115,16 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
       << format("%.1f%%", 100.0 * model_tflops_per_gpu(job, r) / peak_tflops(platform, job))
       << ")\n";
   out << "  per GPU                 compute   exposed comm   overlapped comm       idle   peak memory\n";
-  for (const RankResult& rr : r.ranks) {
+  // Many GPUs: the first eight and the one that finished last; the report has them all.
+  const size_t shown = r.ranks.size() > 16 ? 8 : r.ranks.size();
+  size_t last = 0;
+  for (size_t k = 0; k < r.ranks.size(); ++k)
+    if (r.ranks[k].finish_s > r.ranks[last].finish_s) last = k;
+  for (size_t k = 0; k < r.ranks.size(); ++k) {
+    if (k >= shown && k != last) continue;
+    if (k == last && k >= shown)
+      out << "    ... " << r.ranks.size() - shown - 1 << " more in the report (--report); the last to finish:\n";
+    const RankResult& rr = r.ranks[k];
     char line[200];
     std::snprintf(line, sizeof line, "    gpu%-3d            %9.3f ms  %9.3f ms      %9.3f ms  %9.3f ms",
                   rr.rank, rr.compute_s * 1e3, rr.exposed_communication_s * 1e3,

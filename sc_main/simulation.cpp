@@ -79,7 +79,8 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
   models::CollectiveEngineConfig collectives = options.collectives;
   collectives.chunk_bytes = options.chunk_bytes;
   check_collective_choices(job);
-  platforms::Platform& platform = *new platforms::Platform("platform", config, job, pool, collectives);
+  platforms::Platform& platform =
+      *new platforms::Platform("platform", config, job, pool, collectives, options.fidelity);
 
   // One dependency graph per distinct program.
   std::map<const workloads::Program*, std::shared_ptr<const models::ProgramGraph>> graphs;
@@ -96,12 +97,13 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
     gpu.command_processor().load(job, rank, graphs[rank.program.get()], &progress);
   }
   const sc_core::sc_time bucket(options.trace_bucket_us, sc_core::SC_US);
-  if (options.trace)
+  if (options.trace)  // (flow fidelity keeps no per-bucket link activity)
     for (const auto& link : platform.links()) link->record_activity(bucket);
 
   sc_core::sc_start();
 
   SimulationResult result;
+  result.fidelity = options.fidelity;
   sc_core::sc_time end = sc_core::SC_ZERO_TIME;
   for (size_t r = 0; r < platform.gpu_count(); ++r) {
     const models::CommandProcessor& cp = platform.gpu(r).command_processor();
@@ -135,6 +137,22 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
     lr.activity = link->activity();
     result.transactions += lr.chunks;
     result.links.push_back(std::move(lr));
+  }
+  if (const models::FlowFabric* fabric = platform.flow_fabric()) {
+    const platforms::RoutedPaths& paths = *platform.flow_paths();
+    result.links.reserve(fabric->links());
+    for (uint32_t id = 0; id < fabric->links(); ++id) {
+      LinkResult lr;
+      lr.name = paths.name(id);
+      lr.kind = platforms::link_kind_name(paths.kind(id));
+      lr.bandwidth_bytes_per_s = fabric->link(id).timing.bandwidth_bytes_per_s;
+      lr.bytes = fabric->bytes_carried(id);
+      lr.chunks = fabric->chunks_carried(id);
+      lr.busy_s = seconds(fabric->busy_time(id));
+      result.transactions += lr.chunks;
+      result.links.push_back(std::move(lr));
+    }
+    result.flows = fabric->flows_started();
   }
   result.payloads_created = pool.created();
 

@@ -19,6 +19,7 @@ struct SimulationOptions {
   bool trace = false;                    // record op spans and link activity for a trace
   double trace_bucket_us = 10.0;         // link counter resolution in the trace
   bool progress = false;                 // print progress on stderr
+  platforms::Fidelity fidelity = platforms::Fidelity::Packet;
 };
 
 struct RankResult {
@@ -58,7 +59,10 @@ struct SimulationResult {
   std::vector<LinkResult> links;
   bool deadlocked = false;
   std::vector<StuckOp> stuck;
-  uint64_t transactions = 0;   // fabric hop transactions (one chunk across one link)
+  uint64_t transactions = 0;   // fabric hop transactions (one chunk across one link; in flow
+                               // fidelity one flow across one link)
+  uint64_t flows = 0;          // flow fidelity: flows started
+  platforms::Fidelity fidelity = platforms::Fidelity::Packet;
   uint64_t payloads_created = 0;
   double wall_s = 0;
 };

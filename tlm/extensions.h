@@ -94,6 +94,15 @@ struct FabricTransfer : tlm::tlm_extension<FabricTransfer> {
   uint32_t gateway = 0;               // the gateway (NIC) a transfer between nodes leaves and
                                       // arrives through: set by the source GPU's first hop
   uint16_t channel = 0;               // collective channel (picks the GPU's fabric port)
+  uint16_t steps = 1;                 // algorithm steps in series the transfer stands for: 1,
+                                      // but flow fidelity merges a ring's steps into one
+                                      // transfer, which arrives no earlier than `steps` times
+                                      // (path latency + step_latency + one chunk's wire time)
+                                      // after it started
+  uint64_t step_latency = 0;          // with steps > 1: the protocol's per-step latency
+                                      // (sc_time value)
+  uint64_t step_chunk_bytes = 0;      // with steps > 1: the chunk each step forwards before
+                                      // the next step can go on (it pipelines in chunks)
   TransferPurpose purpose = TransferPurpose::Collective;
   float wire_factor = 1.0f;           // wire bytes per payload byte of the protocol (LL: 2)
   const int* members = nullptr;       // SwitchReduce/SwitchMulticast: the member ranks

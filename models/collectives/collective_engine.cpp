@@ -16,6 +16,11 @@ uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 // Chunks per transfer at most: larger calls get larger chunks, so a call costs a bounded number
 // of events; the pipeline's fill and drain stay below 1/256 of a step.
 constexpr uint64_t kMaxChunksPerTransfer = 256;
+// Steady state (flow fidelity): chunks per transfer of a schedule that keeps its phases (tree),
+// enough to pipeline it through the tree's depth.
+constexpr uint64_t kFlowChunksPerTransfer = 16;
+// The most bytes one chunk (one flow) carries.
+constexpr uint64_t kMaxChunkBytes = 0xffffffffu;
 }  // namespace
 
 CollectiveEngine::CollectiveEngine(sc_core::sc_module_name name, int rank,
@@ -94,7 +99,8 @@ CollectiveEngine::Transfer CollectiveEngine::transfer(int peer, uint64_t bytes, 
   if (bytes == 0) return t;
   uint64_t chunk = std::min<uint64_t>(config_.chunk_bytes, ceil_div(bytes, uint64_t(channels)));
   chunk = std::max<uint64_t>({chunk, 1, ceil_div(bytes, kMaxChunksPerTransfer)});
-  t.chunk_bytes = static_cast<uint32_t>(std::min<uint64_t>(chunk, 0xffffffffu));
+  if (config_.steady_state) chunk = std::max(chunk, ceil_div(bytes, kFlowChunksPerTransfer));
+  t.chunk_bytes = static_cast<uint32_t>(std::min<uint64_t>(chunk, kMaxChunkBytes));
   t.chunks = static_cast<uint32_t>(ceil_div(bytes, t.chunk_bytes));
   return t;
 }
@@ -305,6 +311,7 @@ void CollectiveEngine::plan(Instance& inst, const protocol::CollectiveEvent& e) 
       break;
     }
   }
+  if (config_.steady_state) steady_state(inst);
   for (Phase& ph : phases) {
     for (const Transfer& t : ph.sends) {
       ph.send_chunks = std::max(ph.send_chunks, t.chunks);
@@ -313,6 +320,46 @@ void CollectiveEngine::plan(Instance& inst, const protocol::CollectiveEvent& e) 
     for (const Transfer& t : ph.receives) ph.receive_chunks += t.chunks;
     inst.recvs_expected += ph.receive_chunks;
   }
+}
+
+// Flow fidelity: a schedule whose phases each wait for the previous one (ring, hierarchical,
+// direct, halving-doubling) pipelines chunk by chunk, so in its steady state every phase's
+// transfers run at once. They become one phase; transfers to the same peer merge into one
+// transfer (one flow) that remembers how many steps it stands for.
+void CollectiveEngine::steady_state(Instance& inst) const {
+  auto& phases = inst.phases;
+  switch (inst.choice.algorithm) {
+    case CollectiveAlgorithm::Ring:
+    case CollectiveAlgorithm::Hierarchical:
+    case CollectiveAlgorithm::Direct:
+    case CollectiveAlgorithm::HalvingDoubling:
+      break;
+    default:
+      return;  // tree (and in-switch) schedules keep their phases
+  }
+  if (phases.size() < 2) return;
+  Phase merged;
+  auto add = [](std::vector<Transfer>& into, const Transfer& t) {
+    for (Transfer& x : into)
+      if (x.peer == t.peer) {
+        x.bytes += t.bytes;
+        ++x.steps;
+        x.step_chunk_bytes = std::max(x.step_chunk_bytes, t.chunk_bytes);
+        return;
+      }
+    into.push_back(t);
+    into.back().step_chunk_bytes = t.chunk_bytes;
+  };
+  for (const Phase& ph : phases) {
+    for (const Transfer& t : ph.sends) add(merged.sends, t);
+    for (const Transfer& t : ph.receives) add(merged.receives, t);
+  }
+  for (auto* list : {&merged.sends, &merged.receives})
+    for (Transfer& t : *list) {
+      t.chunk_bytes = static_cast<uint32_t>(std::min<uint64_t>(std::max<uint64_t>(t.bytes, 1), kMaxChunkBytes));
+      t.chunks = t.bytes == 0 ? 0 : static_cast<uint32_t>(ceil_div(t.bytes, t.chunk_bytes));
+    }
+  phases.assign(1, std::move(merged));
 }
 
 void CollectiveEngine::start_collective(tlm::tlm_generic_payload& call) {
@@ -347,7 +394,10 @@ void CollectiveEngine::pump(uint64_t flow, Instance& inst, size_t k) {
   if (!inst.launched) return;
   Phase& ph = inst.phases[k];
   const Phase* gate = ph.after >= 0 ? &inst.phases[ph.after] : nullptr;
-  const uint64_t slots = uint64_t(std::max(1u, config_.slots)) * ph.sends.size();
+  // Flow fidelity sends a connection's chunks one after the other: flows in flight together
+  // would share the link fairly and all finish late, where a port sends them in order.
+  const uint32_t per_connection = config_.steady_state ? 1u : std::max(1u, config_.slots);
+  const uint64_t slots = uint64_t(per_connection) * ph.sends.size();
   while (ph.next < ph.send_chunks && ph.in_flight < slots) {
     // Chunk j may leave once the gating phase has received its share (j+1)/chunks.
     if (gate != nullptr && gate->receive_chunks > 0 &&
@@ -374,6 +424,9 @@ void CollectiveEngine::send_chunk(uint64_t flow, const Instance& inst, const Pha
   t.step = step;
   t.chunk = chunk;
   t.channel = static_cast<uint16_t>(chunk % std::max(1, inst.choice.channels));
+  t.steps = static_cast<uint16_t>(std::min<uint32_t>(to.steps, 0xffff));
+  t.step_latency = inst.step_delay.value();
+  t.step_chunk_bytes = to.step_chunk_bytes;
   t.purpose = phase.purpose;
   t.wire_factor = inst.wire_factor;
   t.members = nullptr;
@@ -441,17 +494,22 @@ void CollectiveEngine::start_send(tlm::tlm_generic_payload& call) {
   Instance& inst = sends_[flow];
   inst.call = &call;
   inst.kind = CollectiveOp::Send;
-  inst.sends_expected = ceil_div(e.bytes, config_.chunk_bytes);
+  // Steady state: the message is one flow.
+  const uint64_t chunk_bytes = config_.steady_state ? kMaxChunkBytes : config_.chunk_bytes;
+  inst.sends_expected = ceil_div(e.bytes, chunk_bytes);
   for (uint32_t j = 0; j < inst.sends_expected; ++j) {
     tlm::tlm_generic_payload* gp = pool_.acquire();
     protocol::FabricTransfer& t = protocol::fabric_transfer(*gp);
     t.source = static_cast<uint32_t>(rank_);
     t.destination = static_cast<uint32_t>(e.peer);
-    t.bytes = std::min<uint64_t>(config_.chunk_bytes, e.bytes - uint64_t(j) * config_.chunk_bytes);
+    t.bytes = std::min<uint64_t>(chunk_bytes, e.bytes - uint64_t(j) * chunk_bytes);
     t.flow = flow;  // (destination, tag) on this side; the receiver keys by (source, tag)
     t.step = e.tag;
     t.chunk = j;
     t.channel = static_cast<uint16_t>(j);  // spread over the GPU's port groups
+    t.steps = 1;
+    t.step_latency = 0;
+    t.step_chunk_bytes = 0;
     t.purpose = TransferPurpose::PointToPoint;
     t.wire_factor = 1.0f;
     t.members = nullptr;

@@ -67,6 +67,12 @@ struct CollectiveEngineConfig {
   CollectiveProtocol protocol = CollectiveProtocol::Automatic;
   int channels = 0;                   // 0: the tuner's count
   bool protocol_latencies = true;     // false: no launch/step latency (closed-form tests)
+  // Flow fidelity (docs/fidelity.md): a pipelined schedule runs as its steady state. Ring,
+  // hierarchical, direct and halving-doubling calls become one phase whose transfers (all steps
+  // to one peer summed) start at once, one flow each, which arrives no earlier than the latency
+  // chain of the steps it stands for (FabricTransfer::steps). Tree calls keep their phases with
+  // at most 16 chunks per transfer; a send/receive message is one flow.
+  bool steady_state = false;
   TunerConfig tuner;
   FabricFacts fabric;                 // filled in by the platform builder
 };
@@ -111,6 +117,8 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
     uint64_t bytes = 0;
     uint32_t chunk_bytes = 0;
     uint32_t chunks = 0;
+    uint32_t steps = 1;        // steps in series it stands for (steady state: merged steps)
+    uint32_t step_chunk_bytes = 0;  // steady state: the chunk of one of those steps
   };
   struct Phase {
     std::vector<Transfer> sends, receives;
@@ -148,6 +156,7 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   void start_send(tlm::tlm_generic_payload& call);
   void start_receive(tlm::tlm_generic_payload& call);
   void plan(Instance& inst, const protocol::CollectiveEvent& e);
+  void steady_state(Instance& inst) const;
   Transfer transfer(int peer, uint64_t bytes, int channels) const;
   void pump(uint64_t flow, Instance& inst, size_t phase);
   void send_chunk(uint64_t flow, const Instance& inst, const Phase& phase, uint32_t step,

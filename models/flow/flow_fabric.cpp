@@ -79,7 +79,7 @@ void FlowFabric::inject(tlm::tlm_generic_payload& gp, PacketSource& source) {
   for (uint32_t l : path_) {
     const FlowLink& spec = links_.at(l).spec;
     latency += spec.timing.latency + spec.hop_latency;
-    const double wire = spec.timing.wire_bytes(t.bytes);
+    const double wire = spec.timing.wire_bytes(t.bytes) * t.wire_factor;
     if (size == 0.0 || wire == 0.0) continue;  // costs this link nothing
     hop_links_.push_back(l);
     hop_weights_.push_back(wire / size);
@@ -94,6 +94,19 @@ void FlowFabric::inject(tlm::tlm_generic_payload& gp, PacketSource& source) {
   f.rate = 0.0;
   f.since = sc_core::sc_time_stamp().value();
   f.latency = latency.value();
+  // A transfer standing for several steps in series (flow fidelity's steady state) arrives no
+  // earlier than its latency chain: each step's path latency and handshake (the engine adds the
+  // last handshake itself).
+  f.earliest = f.since;
+  if (t.steps > 1) {
+    // Per step: the chunk it forwards, stored and forwarded on every link of the path (as
+    // packet fidelity's ports do), the path's latency and the handshake.
+    sc_dt::uint64 chunk = 0;
+    for (uint32_t l : path_)
+      chunk += links_[l].spec.timing.serialization(t.step_chunk_bytes, t.wire_factor).value();
+    const sc_dt::uint64 step = f.latency + t.step_latency + chunk;
+    f.earliest += step * t.steps - t.step_latency;
+  }
   f.sequence = sequence_++;
   f.heap_slot = kNone;
   if (hop_links_.empty()) completion_set(id, f.since);  // nothing to share: sent at once
@@ -147,14 +160,15 @@ void FlowFabric::update() {
 
 void FlowFabric::finish(uint32_t id, sc_dt::uint64 now) {
   Flow& f = flows_[id];
-  const uint64_t bytes = protocol::fabric_transfer(*f.gp).bytes;
+  const protocol::FabricTransfer& t = protocol::fabric_transfer(*f.gp);
+  const uint64_t bytes = t.bytes;
   for (uint32_t l : f.path) {
     LinkState& link = links_[l];
     link.bytes += bytes;
     ++link.chunks;
-    link.busy += link.spec.timing.serialization(bytes);
+    link.busy += link.spec.timing.serialization(bytes, t.wire_factor);
   }
-  const Timed arrival{now + f.latency, f.sequence, f.gp, protocol::fabric_transfer(*f.gp).destination};
+  const Timed arrival{std::max(now + f.latency, f.earliest), f.sequence, f.gp, t.destination};
   const bool first = arrivals_.empty() || later(arrivals_.front().time, arrivals_.front().sequence,
                                                 arrival.time, arrival.sequence);
   arrivals_.push_back(arrival);

@@ -9,6 +9,9 @@
 //                        sender may inject more.
 //   arrival              the path latency later (the links' latencies plus the hop latency of
 //                        every node the path crosses): sink.flow_arrived(destination, gp).
+//                        A transfer that stands for several steps in series (FabricTransfer::
+//                        steps) arrives no earlier than that many path latencies and step
+//                        latencies after it started.
 //
 // Wire bytes: on each link a flow of P payload bytes occupies LinkTiming::wire_bytes(P) of that
 // link's bandwidth (the packet overhead of that link's framing), so its rate on link l costs
@@ -108,6 +111,7 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
     double rate = 0.0;            // payload bytes/s since `since`
     sc_dt::uint64 since = 0;
     sc_dt::uint64 latency = 0;
+    sc_dt::uint64 earliest = 0;   // arrival no earlier (a merged transfer's latency chain)
     uint64_t sequence = 0;        // injection order: breaks ties in time
     uint32_t heap_slot = kNone;
   };

@@ -32,6 +32,7 @@ Gpu::Gpu(sc_core::sc_module_name name, int rank, const GpuConfig& config,
 }
 
 void Gpu::inject(tlm::tlm_generic_payload& gp, PacketSource& source) {
+  if (flow_fabric_ != nullptr) return flow_fabric_->inject(gp, source);
   if (router_ == nullptr) throw std::logic_error(std::string(name()) + " has no router");
   const unsigned port = router_->route(protocol::fabric_transfer(gp));
   if (port >= egress_.size())
@@ -45,11 +46,21 @@ void Gpu::collective_sms_changed(int sms) {
 }
 
 void Gpu::packet_arrived(unsigned port, tlm::tlm_generic_payload& gp) {
+  check_destination(gp);
+  ingress_[port]->packet_left(gp);  // the engine drains its receive buffer at once
+  collectives_->chunk_arrived(gp);
+}
+
+void Gpu::flow_arrived(uint32_t, tlm::tlm_generic_payload& gp) {
+  check_destination(gp);
+  // The engine releases the sender's reference; the flow fabric then releases its own.
+  collectives_->chunk_arrived(gp);
+}
+
+void Gpu::check_destination(tlm::tlm_generic_payload& gp) const {
   if (protocol::fabric_transfer(gp).destination != static_cast<uint32_t>(rank_))
     throw std::runtime_error(std::string(name()) + ": received a chunk for GPU " +
                              std::to_string(protocol::fabric_transfer(gp).destination));
-  ingress_[port]->packet_left(gp);  // the engine drains its receive buffer at once
-  collectives_->chunk_arrived(gp);
 }
 
 }  // namespace tessera::models

@@ -11,6 +11,7 @@
 #include "models/gpu/activity.h"
 #include "models/gpu/command_processor.h"
 #include "models/gpu/compute_engine.h"
+#include "models/flow/flow_fabric.h"
 #include "models/gpu/gpu_spec.h"
 #include "models/link/fabric_port.h"
 #include "models/memory/hbm.h"
@@ -25,7 +26,11 @@ struct GpuConfig {
   CollectiveEngineConfig collectives;
 };
 
-class Gpu : public sc_core::sc_module, public PacketSink, public FabricInjector, public SmObserver {
+class Gpu : public sc_core::sc_module,
+            public PacketSink,
+            public FlowSink,
+            public FabricInjector,
+            public SmObserver {
  public:
   Gpu(sc_core::sc_module_name name, int rank, const GpuConfig& config, const workloads::Job& job,
       protocol::PayloadPool& pool);
@@ -37,6 +42,8 @@ class Gpu : public sc_core::sc_module, public PacketSink, public FabricInjector,
   unsigned fabric_ports() const { return static_cast<unsigned>(egress_.size()); }
   // Which port a chunk leaves through (the platform's routing).
   void set_router(const Router& router) { router_ = &router; }
+  // Flow fidelity: chunks go to the flow fabric instead of the ports (the GPU then has none).
+  void set_flow_fabric(FabricInjector& fabric) { flow_fabric_ = &fabric; }
 
   CommandProcessor& command_processor() { return *command_processor_; }
   const CommandProcessor& command_processor() const { return *command_processor_; }
@@ -46,11 +53,14 @@ class Gpu : public sc_core::sc_module, public PacketSink, public FabricInjector,
   const GpuActivity& activity() const { return activity_; }
 
   void packet_arrived(unsigned port, tlm::tlm_generic_payload& gp) override;
+  void flow_arrived(uint32_t rank, tlm::tlm_generic_payload& gp) override;
   void inject(tlm::tlm_generic_payload& gp, PacketSource& source) override;
   // Collective kernels hold `sms` SMs: compute kernels get the rest.
   void collective_sms_changed(int sms) override;
 
  private:
+  void check_destination(tlm::tlm_generic_payload& gp) const;
+
   int rank_;
   GpuConfig config_;
   HbmMemory hbm_;
@@ -60,6 +70,7 @@ class Gpu : public sc_core::sc_module, public PacketSink, public FabricInjector,
   std::unique_ptr<CollectiveEngine> collectives_;
   std::unique_ptr<CommandProcessor> command_processor_;
   const Router* router_ = nullptr;
+  FabricInjector* flow_fabric_ = nullptr;
   std::vector<std::unique_ptr<EgressPort>> egress_;
   std::vector<std::unique_ptr<IngressPort>> ingress_;
 };

@@ -21,6 +21,7 @@ using platforms::PlatformConfig;
 using platforms::Topology;
 using testing::one_collective;
 using testing::run_in_child;
+using testing::transfers;
 using workloads::CollectiveKind;
 
 constexpr uint64_t MiB = 1ull << 20;
@@ -37,22 +38,6 @@ double simulate_time(const PlatformConfig& p, const workloads::Job& job) {
   return r["iteration_time_s"].get<double>();
 }
 
-// Every (source, destination) pair transfers `bytes` at once; other ranks idle.
-workloads::Job transfers(int ranks, const std::vector<std::pair<int, int>>& pairs, uint64_t bytes) {
-  workloads::Job job;
-  for (int r = 0; r < ranks; ++r) {
-    testing::ProgramBuilder b(job, r);
-    bool busy = false;
-    for (const auto& [s, d] : pairs) {
-      if (s == r) b.p2p(true, "send_to_" + std::to_string(d), "send" + std::to_string(d), d, bytes, 1);
-      if (d == r) b.p2p(false, "recv_from_" + std::to_string(s), "recv" + std::to_string(s), s, bytes, 1);
-      busy = busy || s == r || d == r;
-    }
-    if (!busy) b.compute("idle", "compute", 0, 1);
-    b.finish();
-  }
-  return job;
-}
 
 // GPU i of node 0 sends to GPU i of node 1, for every GPU of a node; other GPUs idle.
 workloads::Job node_to_node(const PlatformConfig& c, uint64_t bytes) {

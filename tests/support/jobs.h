@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,23 @@ inline workloads::Job one_collective(int n, workloads::CollectiveKind kind, uint
   for (int r = 0; r < n; ++r) {
     ProgramBuilder b(job, r);
     b.collective("collective", "comm", kind, 0, bytes);
+    b.finish();
+  }
+  return job;
+}
+
+// Every (source, destination) pair sends `bytes` at once (one message); the other ranks idle.
+inline workloads::Job transfers(int ranks, const std::vector<std::pair<int, int>>& pairs, uint64_t bytes) {
+  workloads::Job job;
+  for (int r = 0; r < ranks; ++r) {
+    ProgramBuilder b(job, r);
+    bool busy = false;
+    for (const auto& [s, d] : pairs) {
+      if (s == r) b.p2p(true, "send_to_" + std::to_string(d), "send" + std::to_string(d), d, bytes, 1);
+      if (d == r) b.p2p(false, "recv_from_" + std::to_string(s), "recv" + std::to_string(s), s, bytes, 1);
+      busy = busy || s == r || d == r;
+    }
+    if (!busy) b.compute("idle", "compute", 0, 1);
     b.finish();
   }
   return job;

@@ -1,0 +1,48 @@
+// The platform's routes as the flow fabric sees them (flow fidelity, docs/fidelity.md): every
+// link of the generated topology, one id per direction, and the path of a transfer from the
+// same routing tables (and the same ECMP hash) the switch modules use in packet mode.
+//
+// Link ids: link l of node n's template, direction a -> b is 2 (n L + l), b -> a one more
+// (L: links per node); then link l of the network graph, 2 (nodes L + l) and one more.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/flow/flow_fabric.h"
+#include "platforms/routing.h"
+#include "platforms/topology.h"
+
+namespace tessera::platforms {
+
+class RoutedPaths : public models::PathProvider {
+ public:
+  // `nic_message_overhead`: the NIC's work-request processing, charged once per flow that
+  // leaves a node (packet mode charges it per chunk on the NIC's network port).
+  RoutedPaths(const PlatformGraph& topology, const Routing& routing,
+              sc_core::sc_time nic_message_overhead);
+
+  uint32_t links() const override { return links_; }
+  models::FlowLink link(uint32_t id) const override;
+  void path(const protocol::FabricTransfer& t, std::vector<uint32_t>& links) const override;
+
+  // The same names and kinds packet mode gives the link's module.
+  std::string name(uint32_t id) const;
+  LinkKind kind(uint32_t id) const { return graph_link(id).kind; }
+
+ private:
+  const GraphLink& graph_link(uint32_t id) const;
+  // The directed link leaving `device` through `port` in the node graph (of node `node`) or
+  // the network graph.
+  uint32_t node_link(uint32_t node, uint32_t device, uint32_t port) const;
+  uint32_t network_link(uint32_t device, uint32_t port) const;
+
+  const PlatformGraph& topology_;
+  const Routing& routing_;
+  sc_core::sc_time nic_overhead_;
+  uint32_t node_links_ = 0;  // links per node (one direction)
+  uint32_t links_ = 0;       // directed links in all
+};
+
+}  // namespace tessera::platforms

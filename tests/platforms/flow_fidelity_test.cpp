@@ -1,0 +1,149 @@
+// Flow fidelity against packet fidelity and against closed forms: the same platform, routes and
+// collective library, with one max-min fair flow per transfer instead of a transaction per chunk
+// and hop. Each simulation runs in a forked child (SystemC elaborates once per process).
+#include <gtest/gtest.h>
+
+#include <utility>
+#include <vector>
+
+#include "tests/support/child_process.h"
+#include "tests/support/jobs.h"
+#include "tests/support/platform_configs.h"
+#include "workloads/workload.h"
+
+namespace tessera {
+namespace {
+
+using platforms::Fidelity;
+using platforms::load_platform;
+using platforms::PlatformConfig;
+using testing::one_collective;
+using testing::run_in_child;
+using testing::transfers;
+using workloads::CollectiveKind;
+
+constexpr uint64_t MiB = 1ull << 20;
+
+nlohmann::json simulate(const PlatformConfig& p, const workloads::Job& job, Fidelity fidelity,
+                        const models::CollectiveEngineConfig& collectives = {}) {
+  app::SimulationOptions o;
+  o.collectives = collectives;
+  o.fidelity = fidelity;
+  const nlohmann::json r = run_in_child([&] {
+    const app::SimulationResult result = app::simulate(p, job, o);
+    nlohmann::json j = testing::summarize(result);
+    j["flows"] = result.flows;
+    return j;
+  });
+  if (r.contains("error")) ADD_FAILURE() << r["error"];
+  else EXPECT_FALSE(r["deadlocked"].get<bool>()) << r["deadlock"];
+  return r;
+}
+
+double time_of(const nlohmann::json& r) { return r.value("iteration_time_s", 0.0); }
+
+
+double effective(double bytes_per_s, double payload, double overhead) {
+  return bytes_per_s * payload / (payload + overhead);
+}
+
+TEST(FlowFidelity, RingAllReduceOnAnIdealNodeIsTheClosedForm) {
+  // 8 GPUs on one switch, 450 GB/s links without packet overhead: 2(n-1)/n S/B plus the
+  // latency of the 14 steps in series (at this size the bandwidth term dominates: the flows
+  // run in their steady state and the chain is hidden).
+  const PlatformConfig p = testing::ideal_node(8);
+  const uint64_t S = 256 * MiB;
+  const nlohmann::json r = simulate(p, one_collective(8, CollectiveKind::AllReduce, S), Fidelity::Flow,
+                                    testing::ideal_collectives(models::CollectiveAlgorithm::Ring));
+  const double bandwidth_term = 2.0 * 7 / 8 * double(S) / 450e9;
+  const double hop = (2 * p.node.nvlink.link.latency_ns + p.node.nvlink.switch_latency_ns) * 1e-9;
+  EXPECT_NEAR(time_of(r), bandwidth_term + hop, 1e-3 * bandwidth_term);
+  // One flow per rank: the ring's 14 steps to the successor merged into one transfer.
+  EXPECT_EQ(r["flows"].get<uint64_t>(), 8u);
+  // Every byte arrives: each rank sends and receives 2(n-1)/n S.
+  for (int k = 0; k < 8; ++k) {
+    EXPECT_EQ(r["sent"][k].get<uint64_t>(), r["received"][k].get<uint64_t>());
+    EXPECT_NEAR(r["sent"][k].get<double>(), 2.0 * 7 / 8 * double(S), 8.0 * 14);
+  }
+}
+
+TEST(FlowFidelity, SmallRingAllReduceIsItsLatencyChain) {
+  // 64 KiB: the 14 steps in series dominate, each a chunk (8 KiB) stored and forwarded over
+  // both links of the path plus the path's latency; the merged flow may not arrive earlier.
+  const PlatformConfig p = testing::ideal_node(8);
+  const nlohmann::json r = simulate(p, one_collective(8, CollectiveKind::AllReduce, 64 * 1024),
+                                    Fidelity::Flow,
+                                    testing::ideal_collectives(models::CollectiveAlgorithm::Ring));
+  const double hop = (2 * p.node.nvlink.link.latency_ns + p.node.nvlink.switch_latency_ns) * 1e-9;
+  const double chain = 14 * (hop + 2 * 8192 / 450e9);
+  EXPECT_NEAR(time_of(r), chain, 0.01 * chain);
+}
+
+TEST(FlowFidelity, CollectivesAgreeWithPacketFidelity) {
+  // The shipped DGX A100 with the collective library's own choices and protocol costs.
+  const PlatformConfig p = load_platform("dgx-a100");
+  for (uint64_t S : {uint64_t(1) * MiB, 64 * MiB, 512 * MiB}) {
+    const workloads::Job job = one_collective(8, CollectiveKind::AllReduce, S);
+    const double packet = time_of(simulate(p, job, Fidelity::Packet));
+    const double flow = time_of(simulate(p, job, Fidelity::Flow));
+    EXPECT_NEAR(flow, packet, 0.10 * packet) << S << " bytes";
+    if (S >= 64 * MiB) EXPECT_NEAR(flow, packet, 0.03 * packet) << S << " bytes";
+  }
+}
+
+TEST(FlowFidelity, HierarchicalAllReduceAcrossNodesAgreesWithPacketFidelity) {
+  PlatformConfig p = load_platform("dgx-a100", {"nodes=2"});
+  models::CollectiveEngineConfig c;
+  c.algorithm = models::CollectiveAlgorithm::Hierarchical;
+  const workloads::Job job = one_collective(16, CollectiveKind::AllReduce, 256 * MiB);
+  const double packet = time_of(simulate(p, job, Fidelity::Packet, c));
+  const nlohmann::json flow = simulate(p, job, Fidelity::Flow, c);
+  EXPECT_NEAR(time_of(flow), packet, 0.05 * packet);
+}
+
+TEST(FlowFidelity, TwoDgxA100NodesExchangeAtTheNicsRate) {
+  // GPU i of node 0 sends S to GPU i of node 1: eight flows, each through its own rail's NIC.
+  const PlatformConfig p = load_platform("dgx-a100", {"nodes=2"});
+  std::vector<std::pair<int, int>> pairs;
+  for (int i = 0; i < 8; ++i) pairs.emplace_back(i, 8 + i);
+  const uint64_t S = 256 * MiB;
+  const nlohmann::json r = simulate(p, transfers(16, pairs, S), Fidelity::Flow);
+  const double nic = effective(p.node.nics.line_rate_gbit_per_s * 1e9 / 8, p.node.nics.mtu_bytes,
+                               p.node.nics.header_bytes);
+  EXPECT_NEAR(time_of(r), double(S) / nic, 0.01 * double(S) / nic);
+  EXPECT_EQ(r["flows"].get<uint64_t>(), 8u);
+  // Half the NIC rate when two GPUs share one NIC's flow: not here, every rail is its own.
+  const double packet = time_of(simulate(p, transfers(16, pairs, S), Fidelity::Packet));
+  EXPECT_NEAR(time_of(r), packet, 0.03 * packet);
+}
+
+TEST(FlowFidelity, OversubscriptionHalvesCrossLeafThroughput) {
+  // 16 single-GPU nodes; every node of leaf 0 sends to its partner on leaf 1. At 2:1 the leaf
+  // has half the uplinks, so the exchange takes twice as long, as in packet fidelity.
+  std::vector<std::pair<int, int>> pairs;
+  for (int i = 0; i < 8; ++i) pairs.emplace_back(i, 8 + i);
+  const workloads::Job job = transfers(16, pairs, 8 * MiB);
+  const PlatformConfig full = testing::single_gpu_nodes(16, platforms::Topology::FatTree, 16, 1.0, 2);
+  const PlatformConfig half = testing::single_gpu_nodes(16, platforms::Topology::FatTree, 12, 2.0, 2);
+  const double t1 = time_of(simulate(full, job, Fidelity::Flow));
+  const double t2 = time_of(simulate(half, job, Fidelity::Flow));
+  EXPECT_NEAR(t2 / t1, 2.0, 0.06);
+}
+
+TEST(FlowFidelity, TrainingIterationAgreesWithPacketFidelity) {
+  // A data-parallel step of a small GPT on two DGX A100 nodes: compute, bucketed gradient
+  // all-reduces across the nodes overlapping the backward pass.
+  const PlatformConfig p = load_platform("dgx-a100", {"nodes=2"});
+  workloads::ModelSpec model = workloads::load_model("gpt3-1.3b");
+  workloads::Strategy strategy = workloads::default_strategy(model);
+  workloads::set_strategy_option(strategy, "dp", "16");
+  workloads::set_strategy_option(strategy, "global-batch", "32");
+  const workloads::Job job = workloads::compile(model, strategy, 16).job;
+  const nlohmann::json packet = simulate(p, job, Fidelity::Packet);
+  const nlohmann::json flow = simulate(p, job, Fidelity::Flow);
+  EXPECT_NEAR(time_of(flow), time_of(packet), 0.03 * time_of(packet));
+  EXPECT_LT(flow["transactions"].get<uint64_t>(), packet["transactions"].get<uint64_t>() / 10);
+}
+
+}  // namespace
+}  // namespace tessera
