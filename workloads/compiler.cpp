@@ -26,6 +26,8 @@ struct Geometry {
   double h, a, d, g, dkv;  // hidden, heads, head dim, kv heads, kv width (g*d)
   double f, fe, mlp_in;    // ffn, expert ffn, 2 for SwiGLU (gate and up) else 1
   double V, t, c, E, El, k;  // padded vocab, tp, cp, experts, local experts, top-k
+  double te, Te;           // TP of the vocabulary-parallel part (embedding, logits, loss) and
+                           // the tokens one of its groups sees: T te / t
   double eb;               // activation/weight element bytes
   bool sp, dropout;
 };
@@ -41,6 +43,8 @@ Geometry geometry(const ModelSpec& m, const ResolvedStrategy& r) {
   q.T = q.b * q.sl;
   q.sp = s.sequence_parallel && s.tp > 1;
   q.Tr = q.sp ? q.T / q.t : q.T;
+  q.te = r.embedding_tp;
+  q.Te = q.T * q.te / q.t;
   q.eb = storage_bytes(s.dtype);
   q.dropout = m.dropout;
   if (m.is_generic()) return q;
@@ -102,6 +106,7 @@ struct Unit {
   double dense = 0;         // parameters reduced over the dp group
   double expert = 0;        // parameters reduced over the expert-dp group
   double replicated = 0;    // of `dense`, those copied across TP (norms, row-parallel biases)
+  double vocab = 0;         // of `dense`, the vocabulary-parallel matrix (V h / embedding tp)
   double activations = 0;   // saved per micro-batch
   double full_activations = 0;  // without recompute (materialized while recomputing)
 };
@@ -140,15 +145,17 @@ struct Layout {
   int with(int rank, Axis a, int value) const {
     return rank + (value - coord(rank, a)) * stride[int(a)];
   }
-  // Groups of ranks that differ only along `axes`; members in rank order.
-  std::vector<std::vector<int>> groups(std::initializer_list<Axis> axes,
+  // Groups of the ranks that `member` accepts, by the rank key(rank) names; members in rank
+  // order; group_of_rank is -1 for the others.
+  template <typename Key, typename Member>
+  std::vector<std::vector<int>> groups(Key key_of, Member member,
                                        std::vector<int>& group_of_rank) const {
     std::vector<std::vector<int>> out;
     std::vector<int> index(world, -1);
     group_of_rank.assign(world, -1);
     for (int r = 0; r < world; ++r) {
-      int key = r;
-      for (Axis a : axes) key = with(key, a, 0);
+      if (!member(r)) continue;
+      const int key = key_of(r);
       if (index[key] < 0) {
         index[key] = static_cast<int>(out.size());
         out.emplace_back();
@@ -234,72 +241,102 @@ class StageBuilder {
     return last_compute_ == kNoOp ? std::vector<OpId>{} : std::vector<OpId>{last_compute_};
   }
   void block(OpId id) { pending_.push_back(id); }
-  double tp_bytes() const { return q_.T * q_.h * q_.eb; }  // a full activation of the TP group
 
   // ---- tensor-parallel GEMM pairs (Megatron's f and g operators) ----
+  // A TP group as one part of the model sees it: its size, communicator slot and the tokens its
+  // GEMMs take. The blocks: tp ranks on all T local tokens. The vocabulary-parallel part
+  // (embedding, logits, loss): embedding.tp ranks on a slice of T embedding.tp / tp tokens.
+  struct TpGroup {
+    double size;
+    int slot;
+    double tokens;
+  };
+  TpGroup blocks() const { return {q_.t, slots_.tp, q_.T}; }
+  TpGroup vocab() const { return {q_.te, slots_.embedding_tp, q_.Te}; }
+  // A full activation of the group's tokens.
+  double tp_bytes(const TpGroup& g) const { return g.tokens * q_.h * q_.eb; }
+
   // Column-parallel forward: with SP the sequence-sharded input is all-gathered first.
   void column_forward(uint32_t u, const char* base, const char* gather, ComputePhase ph,
-                      double n) {
-    if (q_.sp) gathered_gemm(u, base, gather, ph, q_.T, n, q_.h);
-    else gemm(name(u, base, ph), ph, q_.T, n, q_.h);
+                      double n, const TpGroup& g) {
+    if (q_.sp && g.size > 1) gathered_gemm(u, base, gather, ph, g, n, q_.h);
+    else gemm(name(u, base, ph), ph, g.tokens, n, q_.h);
   }
   // Row-parallel forward: the partial outputs are all-reduced (reduce-scattered with SP).
   void row_forward(uint32_t u, const char* base, const char* reduce, ComputePhase ph, double k) {
-    const int chunks = overlap_chunks();
+    const int chunks = overlap_chunks(blocks());
     const CollectiveKind kind = q_.sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
     OpId last = kNoOp;
     for (int i = 0; i < chunks; ++i) {
       gemm(name(u, base, ph), ph, q_.T / chunks, q_.h, k);
       if (q_.t > 1)
-        last = collective(tp_stream_, name(u, reduce, ph), ph, kind, tp_bytes() / chunks, slots_.tp,
-                          after_compute());
+        last = collective(tp_stream_, name(u, reduce, ph), ph, kind, tp_bytes(blocks()) / chunks,
+                          slots_.tp, after_compute());
     }
     if (last != kNoOp) block(last);
   }
-  void gathered_gemm(uint32_t u, const char* base, const char* gather, ComputePhase ph, double m,
-                     double n, double k) {
-    const int chunks = overlap_chunks();
+  // All-gathers the group's sequence shards (in chunks under TP overlap), then the GEMM on the
+  // group's tokens.
+  void gathered_gemm(uint32_t u, const char* base, const char* gather, ComputePhase ph,
+                     const TpGroup& g, double n, double k) {
+    const int chunks = overlap_chunks(g);
     std::vector<OpId> gathers;
     for (int i = 0; i < chunks; ++i)
       gathers.push_back(collective(tp_stream_, name(u, gather, ph), ph, CollectiveKind::AllGather,
-                                   tp_bytes() / chunks, slots_.tp, after_compute()));
+                                   tp_bytes(g) / chunks, g.slot, after_compute()));
     for (int i = 0; i < chunks; ++i) {
       block(gathers[i]);
-      gemm(name(u, base, ph), ph, m / chunks, n, k);
+      gemm(name(u, base, ph), ph, g.tokens / chunks, n, k);
     }
   }
-  int overlap_chunks() const {
-    return (q_.t > 1 && r_.s.tp_comm_overlap) ? std::max(1, r_.s.tp_comm_chunks) : 1;
+  int overlap_chunks(const TpGroup& g) const {
+    return (g.size > 1 && r_.s.tp_comm_overlap) ? std::max(1, r_.s.tp_comm_chunks) : 1;
   }
   // Row-parallel backward: with SP the output gradient is all-gathered, then dgrad and wgrad.
   void row_backward(uint32_t u, const char* base, const char* gather, double k) {
     if (q_.sp) {
-      gathered_gemm(u, base, gather, ComputePhase::BackwardInput, q_.T, k, q_.h);
+      gathered_gemm(u, base, gather, ComputePhase::BackwardInput, blocks(), k, q_.h);
     } else {
       gemm(name(u, base, ComputePhase::BackwardInput), ComputePhase::BackwardInput, q_.T, k, q_.h);
     }
     gemm(name(u, base, ComputePhase::BackwardWeight), ComputePhase::BackwardWeight, k, q_.h, q_.T);
   }
-  // Column-parallel backward: dgrad, then the input gradient is all-reduced (reduce-scattered
-  // with SP) while wgrad runs; with SP the input is gathered again for wgrad (Megatron keeps
-  // only the sharded input).
+  // Column-parallel backward: dgrad, then the input gradient is summed into the blocks' layout
+  // while wgrad runs; with SP the input is gathered again for wgrad (Megatron keeps only the
+  // sharded input).
   void column_backward(uint32_t u, const char* base, const char* gather, const char* reduce,
-                       double n) {
+                       double n, const TpGroup& g) {
     OpId input = kNoOp;
-    if (q_.sp)
+    if (q_.sp && g.size > 1)
       input = collective(tp_stream_, name(u, gather, ComputePhase::BackwardWeight),
-                         ComputePhase::BackwardWeight, CollectiveKind::AllGather, tp_bytes(),
-                         slots_.tp, after_compute());
-    gemm(name(u, base, ComputePhase::BackwardInput), ComputePhase::BackwardInput, q_.T, q_.h, n);
-    OpId reduced = kNoOp;
-    if (q_.t > 1)
-      reduced = collective(tp_stream_, name(u, reduce, ComputePhase::BackwardInput),
-                           ComputePhase::BackwardInput,
-                           q_.sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
-                           tp_bytes(), slots_.tp, after_compute());
+                         ComputePhase::BackwardWeight, CollectiveKind::AllGather, tp_bytes(g),
+                         g.slot, after_compute());
+    gemm(name(u, base, ComputePhase::BackwardInput), ComputePhase::BackwardInput, g.tokens, q_.h, n);
+    const OpId reduced = to_blocks(u, reduce, ComputePhase::BackwardInput, g);
     if (input != kNoOp) block(input);
-    gemm(name(u, base, ComputePhase::BackwardWeight), ComputePhase::BackwardWeight, n, q_.h, q_.T);
+    gemm(name(u, base, ComputePhase::BackwardWeight), ComputePhase::BackwardWeight, n, q_.h, g.tokens);
     if (reduced != kNoOp) block(reduced);
+  }
+  // Partial sums over the group's shards (of an activation or an input gradient) into the
+  // blocks' layout: T tokens on every TP rank, or sequence shards of T / t with SP. With the
+  // blocks' group: one all-reduce over tp (reduce-scatter with SP). With a smaller vocabulary
+  // group: a reduce-scatter inside the group leaves each rank its sequence shard of the group's
+  // token slice (the SP layout, as the group's ranks are consecutive); without SP an all-gather
+  // over tp rebuilds all T tokens. Returns the last collective (kNoOp: none).
+  OpId to_blocks(uint32_t u, const char* reduce, ComputePhase ph, const TpGroup& g) {
+    const CollectiveKind rs = CollectiveKind::ReduceScatter;
+    if (g.size == q_.t)
+      return q_.t > 1 ? collective(tp_stream_, name(u, reduce, ph), ph,
+                                   q_.sp ? rs : CollectiveKind::AllReduce, tp_bytes(g), g.slot,
+                                   after_compute())
+                      : kNoOp;
+    OpId last = kNoOp;
+    if (g.size > 1)
+      last = collective(tp_stream_, name(u, reduce, ph), ph, rs, tp_bytes(g), g.slot, after_compute());
+    if (!q_.sp)
+      last = collective(tp_stream_, name(u, "block_allgather", ph), ph, CollectiveKind::AllGather,
+                        tp_bytes(blocks()), slots_.tp, after_compute());
+    return last;
   }
 
   // ---- model pieces ----
@@ -368,7 +405,7 @@ void StageBuilder::layer_forward(const Unit& unit, ComputePhase ph) {
   const bool moe = m_.is_moe();
   const double mask = q.dropout ? q.Tr * q.h : 0.0;
   compute(name(u, "attn_norm", ph), ph, 5.0 * q.Tr * q.h, 2.0 * q.Tr * q.h * q.eb, false);
-  column_forward(u, "qkv", "qkv_allgather", ph, (q.h + 2.0 * q.dkv) / q.t);
+  column_forward(u, "qkv", "qkv_allgather", ph, (q.h + 2.0 * q.dkv) / q.t, blocks());
   if (m_.position == PositionKind::Rotary)
     compute(name(u, "rope", ph), ph, 3.0 * q.T * (q.h + q.dkv) / q.t,
             2.0 * q.T * (q.h + q.dkv) / q.t * q.eb, false);
@@ -395,7 +432,7 @@ void StageBuilder::layer_forward(const Unit& unit, ComputePhase ph) {
                        routed * q.h * q.eb, slots_.ep, after_compute()));
     compute(name(u, "moe_unpermute", ph), ph, routed * q.h, 2.0 * routed * q.h * q.eb, false);
   } else {
-    column_forward(u, "mlp_fc1", "mlp_fc1_allgather", ph, q.mlp_in * q.f / q.t);
+    column_forward(u, "mlp_fc1", "mlp_fc1_allgather", ph, q.mlp_in * q.f / q.t, blocks());
     compute(name(u, "mlp_act", ph), ph, 8.0 * q.T * q.f / q.t, (q.mlp_in + 1) * q.T * q.f / q.t * q.eb,
             false);
     row_forward(u, "mlp_fc2", "mlp_fc2_reduce", ph, q.f / q.t);
@@ -433,7 +470,7 @@ void StageBuilder::layer_backward(const Unit& unit) {
     compute(name(u, "mlp_act", bi), bi, 16.0 * q.T * q.f / q.t,
             (q.mlp_in + 2) * q.T * q.f / q.t * q.eb, false);
     column_backward(u, "mlp_fc1", "mlp_fc1_allgather", "mlp_fc1_grad_reduce",
-                    q.mlp_in * q.f / q.t);
+                    q.mlp_in * q.f / q.t, blocks());
   }
   compute(name(u, "mlp_norm", bi), bi, 8.0 * q.Tr * q.h, 3.0 * q.Tr * q.h * q.eb, false);
   compute(name(u, "attn_residual", bi), bi, 2.0 * q.Tr * q.h, 3.0 * q.Tr * q.h * q.eb + mask, false);
@@ -464,21 +501,23 @@ void StageBuilder::layer_backward(const Unit& unit) {
   if (m_.position == PositionKind::Rotary)
     compute(name(u, "rope", bi), bi, 3.0 * q.T * (q.h + q.dkv) / q.t,
             2.0 * q.T * (q.h + q.dkv) / q.t * q.eb, false);
-  column_backward(u, "qkv", "qkv_allgather", "qkv_grad_reduce", (q.h + 2.0 * q.dkv) / q.t);
+  column_backward(u, "qkv", "qkv_allgather", "qkv_grad_reduce", (q.h + 2.0 * q.dkv) / q.t,
+                  blocks());
   compute(name(u, "attn_norm", bi), bi, 8.0 * q.Tr * q.h, 3.0 * q.Tr * q.h * q.eb, false);
 }
 
+// The vocabulary-parallel part (docs/workloads.md): with embedding.tp = e < tp = t, each TP
+// group runs it as t / e groups of e ranks (vocab()), each on its slice of Te = T e / t tokens;
+// with e = t that is the blocks' TP group on all T tokens.
 void StageBuilder::embedding_forward(const Unit& unit) {
   const Geometry& q = q_;
   const ComputePhase f = ComputePhase::Forward;
   const uint32_t u = unit.name_unit;
-  // Vocabulary-parallel lookup: each TP rank fills the rows of its vocabulary shard, then the
-  // partial embeddings are summed (reduce-scattered into sequence shards with SP).
-  compute(name(u, "lookup", f), f, q.T * q.h, 3.0 * q.T * q.h * q.eb, false);
-  if (q.t > 1)
-    block(collective(tp_stream_, name(u, "embedding_reduce", f), f,
-                     q.sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, tp_bytes(),
-                     slots_.tp, after_compute()));
+  // Vocabulary-parallel lookup: each rank fills the rows of its vocabulary shard for its group's
+  // tokens, then the partial embeddings are summed into the blocks' layout.
+  compute(name(u, "lookup", f), f, q.Te * q.h, 3.0 * q.Te * q.h * q.eb, false);
+  const OpId summed = to_blocks(u, "embedding_reduce", f, vocab());
+  if (summed != kNoOp) block(summed);
   if (q.dropout)
     compute(name(u, "dropout", f), f, 2.0 * q.Tr * q.h, 2.0 * q.Tr * q.h * q.eb + q.Tr * q.h, false);
 }
@@ -489,34 +528,38 @@ void StageBuilder::embedding_backward(const Unit& unit) {
   const uint32_t u = unit.name_unit;
   if (q.dropout)
     compute(name(u, "dropout", bi), bi, 2.0 * q.Tr * q.h, 2.0 * q.Tr * q.h * q.eb + q.Tr * q.h, false);
-  if (q.sp)
+  // With SP the output gradient is sequence-sharded: the group gathers its token slice.
+  if (q.sp && q.te > 1)
     block(collective(tp_stream_, name(u, "embedding_grad_allgather", bi), bi,
-                     CollectiveKind::AllGather, tp_bytes(), slots_.tp, after_compute()));
-  compute(name(u, "lookup", bw), bw, q.T * q.h, 3.0 * q.T * q.h * q.eb, false);
+                     CollectiveKind::AllGather, tp_bytes(vocab()), slots_.embedding_tp,
+                     after_compute()));
+  compute(name(u, "lookup", bw), bw, q.Te * q.h, 3.0 * q.Te * q.h * q.eb, false);
 }
 
 void StageBuilder::output_forward(const Unit& unit) {
   const Geometry& q = q_;
   const ComputePhase f = ComputePhase::Forward;
   const uint32_t u = unit.name_unit;
+  const double local_vocab = q.V / q.te;
   compute(name(u, "final_norm", f), f, 5.0 * q.Tr * q.h, 2.0 * q.Tr * q.h * q.eb, false);
-  column_forward(u, "logits", "logits_allgather", f, q.V / q.t);
+  column_forward(u, "logits", "logits_allgather", f, local_vocab, vocab());
   // Vocabulary-parallel cross-entropy: max, target logit and sum of exponentials are
-  // all-reduced across TP (three fp32 values per token).
-  compute(name(u, "cross_entropy", f), f, 5.0 * q.T * q.V / q.t, q.T * q.V / q.t * (q.eb + 4.0),
-          false);
-  if (q.t > 1)
+  // all-reduced across the group (three fp32 values per token).
+  compute(name(u, "cross_entropy", f), f, 5.0 * q.Te * local_vocab,
+          q.Te * local_vocab * (q.eb + 4.0), false);
+  if (q.te > 1)
     block(collective(tp_stream_, name(u, "loss_allreduce", f), f, CollectiveKind::AllReduce,
-                     12.0 * q.T, slots_.tp, after_compute()));
+                     12.0 * q.Te, slots_.embedding_tp, after_compute()));
 }
 
 void StageBuilder::output_backward(const Unit& unit) {
   const Geometry& q = q_;
   const ComputePhase bi = ComputePhase::BackwardInput;
   const uint32_t u = unit.name_unit;
-  compute(name(u, "cross_entropy", bi), bi, 2.0 * q.T * q.V / q.t, q.T * q.V / q.t * (q.eb + 4.0),
-          false);
-  column_backward(u, "logits", "logits_allgather", "logits_grad_reduce", q.V / q.t);
+  const double local_vocab = q.V / q.te;
+  compute(name(u, "cross_entropy", bi), bi, 2.0 * q.Te * local_vocab,
+          q.Te * local_vocab * (q.eb + 4.0), false);
+  column_backward(u, "logits", "logits_allgather", "logits_grad_reduce", local_vocab, vocab());
   compute(name(u, "final_norm", bi), bi, 8.0 * q.Tr * q.h, 3.0 * q.Tr * q.h * q.eb, false);
 }
 
@@ -729,12 +772,13 @@ void StageBuilder::build(int stage, std::vector<Chunk>& chunks) {
 
   // Weights copied across TP (norms, row-parallel biases, the router) saw different tokens
   // under sequence parallelism: their gradients are all-reduced over TP.
-  double replicated = 0, embedding_params = 0;
+  double replicated = 0, embedding_params = 0, vocab_params = 0;
   for (const Chunk& c : chunks)
     for (const Unit& u : c.units) {
       replicated += u.replicated;
+      vocab_params += u.vocab;
       if ((u.embedding || u.output) && slots_.embedding >= 0)
-        embedding_params = q_.V * q_.h / q_.t;
+        embedding_params = q_.V * q_.h / q_.te;
     }
   if (q_.sp && replicated > 0)
     reductions.push_back(collective(tp_stream_, job_.intern("sequence_parallel_grads.allreduce"),
@@ -745,6 +789,14 @@ void StageBuilder::build(int stage, std::vector<Chunk>& chunks) {
     reductions.push_back(collective(dp_stream_, job_.intern("embedding_grads.allreduce"),
                                     ComputePhase::BackwardWeight, CollectiveKind::AllReduce,
                                     embedding_params * gb, slots_.embedding, after_compute()));
+  // embedding.tp < tp: the tp / embedding.tp groups of a TP group hold copies of the vocabulary
+  // shards and saw different tokens: each shard's gradient (the rank's ZeRO shard of it) is
+  // summed over its copies. Sums commute, so this may follow the dp reduction.
+  if (slots_.embedding_replica >= 0 && vocab_params > 0)
+    reductions.push_back(collective(
+        dp_stream_, job_.intern("embedding_replica_grads.allreduce"), ComputePhase::BackwardWeight,
+        CollectiveKind::AllReduce, vocab_params * gb / (s.zero >= 1 ? dp_size_ : 1),
+        slots_.embedding_replica, after_compute()));
 
   // Adam: fp32 master weights, two moments; reads and writes all three, reads the gradient,
   // writes the compute-dtype weight (about 32 bytes and 12 FLOPs per parameter).
@@ -779,36 +831,58 @@ CompiledJob compile(const ModelSpec& m, const Strategy& strategy, int gpus) {
   const Layout layout(r);
 
   // ---- communicators ----
-  std::vector<std::vector<int>> slot_of_rank;  // per family: group index of each rank
-  auto add_family = [&](const char* name, std::initializer_list<Axis> axes, bool wanted) {
+  // A family is one communicator per group of ranks with the same key (the rank with the
+  // family's coordinates zeroed). The vocabulary families (tied embedding, embedding TP and its
+  // replicas) hold only the first and last stage's ranks; they come after the families of
+  // every rank, so a slot means the same family on every rank that uses it.
+  std::vector<std::vector<int>> slot_of_rank;  // per family: communicator of each rank, or -1
+  auto add_family = [&](const char* name, bool wanted, auto key_of, auto member) {
     if (!wanted) return -1;
     std::vector<int> group_of_rank;
-    const auto groups = layout.groups(axes, group_of_rank);
+    const auto groups = layout.groups(key_of, member, group_of_rank);
     if (groups.front().size() < 2 && std::string(name) != "dp") return -1;
     const int base = static_cast<int>(job.communicators.size());
     for (const auto& g : groups) job.communicators.push_back(Communicator{name, g});
-    for (int& gi : group_of_rank) gi += base;
+    for (int& gi : group_of_rank)
+      if (gi >= 0) gi += base;
     slot_of_rank.push_back(std::move(group_of_rank));
     return static_cast<int>(slot_of_rank.size() - 1);
   };
+  auto along = [&layout](std::vector<Axis> axes) {
+    return [&layout, axes](int rank) {
+      for (Axis a : axes) rank = layout.with(rank, a, 0);
+      return rank;
+    };
+  };
+  const auto every_rank = [](int) { return true; };
   CommunicatorSlots& slots = out.slots;
-  slots.dp = add_family("dp", {Axis::DP, Axis::EP, Axis::CP}, true);
-  slots.tp = add_family("tp", {Axis::TP}, s.tp > 1);
-  slots.cp = add_family("cp", {Axis::CP}, s.cp > 1);
-  slots.ep = add_family("ep", {Axis::EP}, s.ep > 1);
-  slots.edp = add_family("edp", {Axis::DP, Axis::CP, Axis::TP}, m.is_moe());
+  slots.dp = add_family("dp", true, along({Axis::DP, Axis::EP, Axis::CP}), every_rank);
+  slots.tp = add_family("tp", s.tp > 1, along({Axis::TP}), every_rank);
+  slots.cp = add_family("cp", s.cp > 1, along({Axis::CP}), every_rank);
+  slots.ep = add_family("ep", s.ep > 1, along({Axis::EP}), every_rank);
+  slots.edp = add_family("edp", m.is_moe(), along({Axis::DP, Axis::CP, Axis::TP}), every_rank);
   const int dp_size = s.dp * s.cp, edp_size = r.edp * s.cp * s.tp;
+  const auto vocabulary_stage = [&](int rank) {
+    const int stage = layout.coord(rank, Axis::PP);
+    return stage == 0 || stage == s.pp - 1;
+  };
   // Tied embeddings split over the pipeline: the first and last stage's copies.
-  std::vector<int> embedding_group(layout.world, -1);
-  if (m.tied_embeddings && !m.is_generic() && s.pp > 1) {
-    for (int rank = 0; rank < layout.world; ++rank) {
-      if (layout.coord(rank, Axis::PP) != 0) continue;
-      embedding_group[rank] = static_cast<int>(job.communicators.size());
-      const int last = layout.with(rank, Axis::PP, s.pp - 1);
-      embedding_group[last] = embedding_group[rank];
-      job.communicators.push_back(Communicator{"embedding", {rank, last}});
-    }
-    slots.embedding = static_cast<int>(slot_of_rank.size());
+  slots.embedding = add_family("embedding", m.tied_embeddings && !m.is_generic() && s.pp > 1,
+                               along({Axis::PP}), vocabulary_stage);
+  // The embedding's own TP (embedding.tp = e dividing tp = t): the TP group splits into t / e
+  // groups of e consecutive TP ranks (embedding_tp); ranks at the same place in those groups
+  // hold the same vocabulary shard (embedding_replica) and sum its gradients.
+  const int e = r.embedding_tp;
+  if (!m.is_generic() && e == s.tp) {
+    slots.embedding_tp = slots.tp;
+  } else if (!m.is_generic()) {
+    const auto tp_of = [&layout](int rank) { return layout.coord(rank, Axis::TP); };
+    slots.embedding_tp = add_family(
+        "embedding_tp", e > 1,
+        [&](int rank) { return layout.with(rank, Axis::TP, tp_of(rank) / e * e); }, vocabulary_stage);
+    slots.embedding_replica = add_family(
+        "embedding_replica", true,
+        [&](int rank) { return layout.with(rank, Axis::TP, tp_of(rank) % e); }, vocabulary_stage);
   }
 
   // ---- units, chunks, buckets per stage ----
@@ -855,7 +929,7 @@ CompiledJob compile(const ModelSpec& m, const Strategy& strategy, int gpus) {
       Unit u;
       u.embedding = true;
       u.name_unit = embedding_name;
-      u.dense = q.V * q.h / q.t;
+      u.dense = u.vocab = q.V * q.h / q.te;
       if (m.position == PositionKind::Learned) u.dense += q.s * q.h, u.replicated += q.s * q.h;
       u.activations = u.full_activations = q.dropout ? q.Tr * q.h : 0.0;
       chunk.units.push_back(u);
@@ -879,10 +953,11 @@ CompiledJob compile(const ModelSpec& m, const Strategy& strategy, int gpus) {
       Unit u;
       u.output = true;
       u.name_unit = output_name;
-      u.dense = normp + ((!m.tied_embeddings || s.pp > 1) ? q.V * q.h / q.t : 0.0);
+      u.vocab = (!m.tied_embeddings || s.pp > 1) ? q.V * q.h / q.te : 0.0;
+      u.dense = normp + u.vocab;
       u.replicated = normp;
       u.activations = u.full_activations =
-          q.Tr * q.h * q.eb + q.T * q.h * q.eb / (q.sp ? q.t : 1.0) + q.T * q.V / q.t * 4.0;
+          q.Tr * q.h * q.eb + (q.sp ? q.T / q.t : q.Te) * q.h * q.eb + q.Te * q.V / q.te * 4.0;
       chunk.units.push_back(u);
     }
     for (const Unit& u : chunk.units) chunk.activations += u.activations;
@@ -913,7 +988,8 @@ CompiledJob compile(const ModelSpec& m, const Strategy& strategy, int gpus) {
   for (int stage = 0; stage < s.pp; ++stage) {
     programs[stage] = std::make_shared<Program>();
     CommunicatorSlots stage_slots = slots;
-    if (stage != 0 && stage != s.pp - 1) stage_slots.embedding = -1;
+    if (stage != 0 && stage != s.pp - 1)
+      stage_slots.embedding = stage_slots.embedding_tp = stage_slots.embedding_replica = -1;
     StageBuilder builder(job, *programs[stage], m, r, stage_slots, unit_names);
     builder.set_group_sizes(dp_size, edp_size);
     builder.build(stage, stage_chunks[stage]);
@@ -928,8 +1004,8 @@ CompiledJob compile(const ModelSpec& m, const Strategy& strategy, int gpus) {
     const int stage = layout.coord(rank, Axis::PP);
     out.stage_of_rank[rank] = stage;
     rk.program = programs[stage];
-    for (const auto& family : slot_of_rank) rk.communicators.push_back(family[rank]);
-    if (embedding_group[rank] >= 0) rk.communicators.push_back(embedding_group[rank]);
+    for (const auto& family : slot_of_rank)
+      if (family[rank] >= 0) rk.communicators.push_back(family[rank]);
     if (s.pp > 1) {
       rk.peers = {layout.with(rank, Axis::PP, (stage + s.pp - 1) % s.pp),
                   layout.with(rank, Axis::PP, (stage + 1) % s.pp)};

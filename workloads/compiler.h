@@ -36,6 +36,12 @@ struct CommunicatorSlots {
   int ep = -1;
   int edp = -1;        // expert-data-parallel: ranks holding the same experts
   int embedding = -1;  // first and last pipeline stage, for tied embedding gradients
+  // The vocabulary-parallel part (embedding, logits, loss) with embedding.tp = e < tp = t:
+  // groups of e consecutive TP ranks (-1 when e = 1; the tp slot when e = t) and the t / e
+  // ranks of a TP group holding the same vocabulary shard (-1 when e = t). First and last
+  // stage only.
+  int embedding_tp = -1;
+  int embedding_replica = -1;
 };
 // Peer slots (Rank::peers[slot]) of pipeline ranks.
 constexpr int kPrevStagePeer = 0;

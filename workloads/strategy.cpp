@@ -183,14 +183,23 @@ const std::vector<OptionSetter>& setters() {
        [](Strategy& s, auto& k, auto& v) { s.first_stage_layers = parse_int(k, v, 1); }},
       {{"last-stage-layers", "layers of the last pipeline stage (uneven partition)"},
        [](Strategy& s, auto& k, auto& v) { s.last_stage_layers = parse_int(k, v, 1); }},
+      {{"embedding-tp",
+        "tensor-parallel size of the embedding, logits and loss; divides tp (default tp; strategy "
+        "tree 'embedding: {tp: N}')"},
+       [](Strategy& s, auto& k, auto& v) { s.embedding_tp = as_int(k, v, 1); }},
   };
   return table;
 }
 
+// Strategy-tree paths (nested YAML maps, flattened with dots) and the flags they stand for.
+const std::pair<const char*, const char*> kTreePaths[] = {{"embedding.tp", "embedding-tp"}};
+
 }  // namespace
 
 void set_strategy_option(Strategy& s, const std::string& key, const std::string& value) {
-  const std::string k = canonical_key(key);
+  std::string k = canonical_key(key);
+  for (const auto& [path, flag] : kTreePaths)
+    if (k == path) k = flag;
   for (const OptionSetter& o : setters())
     if (o.info.name == k) {
       o.set(s, k, value);
@@ -295,8 +304,24 @@ ResolvedStrategy resolve(const ModelSpec& m, const Strategy& input, int gpus) {
     if (!m.is_moe() && s.ep > 1) fail("ep (" + str(s.ep) + ") needs a MoE model (experts > 1)");
     if (m.is_moe() && s.tp > 1 && !s.sequence_parallel)
       fail("MoE with tp (" + str(s.tp) + ") > 1 needs --sequence-parallel (as in Megatron)");
-    const int64_t multiple = 128 * int64_t(s.tp);
+    // The vocabulary-parallel part (embedding, logits, loss) with its own TP size e: each TP
+    // group runs it as tp / e groups of e ranks, each group on an equal slice of the tokens.
+    r.embedding_tp = s.embedding_tp == 0 ? s.tp : s.embedding_tp;
+    const int e = r.embedding_tp;
+    if (s.tp % e != 0)
+      fail("embedding.tp (" + str(e) + ") does not divide tp (" + str(s.tp) +
+           "): the embedding, logits and loss run on groups of embedding.tp ranks inside each "
+           "TP group");
+    const int64_t tokens = s.micro_batch * m.seq_length / s.cp;
+    if (tokens % (s.tp / e) != 0)
+      fail("tp / embedding.tp (" + str(s.tp) + " / " + str(e) + " = " + str(s.tp / e) +
+           ") does not divide the tokens per micro-batch (" + str(tokens) +
+           " = micro-batch * seq / cp): each embedding group takes an equal slice of them");
+    const int64_t multiple = 128 * int64_t(e);
     r.padded_vocab = (m.vocab + multiple - 1) / multiple * multiple;
+  } else if (s.embedding_tp > 1) {
+    fail("model " + m.name + " is a generic layer list: it has no embedding to split, got "
+         "embedding.tp " + str(s.embedding_tp));
   }
   if (s.dp % s.ep != 0) fail("ep (" + str(s.ep) + ") does not divide dp (" + str(s.dp) + ")");
   r.edp = s.dp / s.ep;

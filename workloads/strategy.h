@@ -53,9 +53,15 @@ struct Strategy {
   std::vector<int64_t> stage_layers;
   int64_t first_stage_layers = 0;  // 0: even share
   int64_t last_stage_layers = 0;   // 0: even share
+  // Strategy tree: tensor-parallel size of the vocabulary-parallel part (input embedding,
+  // logits, loss), "embedding: {tp: N}" in YAML, --embedding-tp on the command line. It divides
+  // tp: each TP group runs that part as tp / embedding_tp groups of embedding_tp ranks, each
+  // group on its own slice of the tokens (docs/workloads.md). 0: tp.
+  int embedding_tp = 0;
 };
 
-// Sets one strategy option by flag name ("tp", "sequence-parallel", "schedule", ...). Switches
+// Sets one strategy option by flag name ("tp", "sequence-parallel", "schedule", ...) or by its
+// strategy-tree path ("embedding.tp", the flattened YAML "embedding: {tp: 2}"). Switches
 // accept "", "true", "false", "1", "0". Throws InputError naming the option and value.
 void set_strategy_option(Strategy& strategy, const std::string& key, const std::string& value);
 // The options set_strategy_option accepts, with help texts (for the command line's --help).
@@ -71,7 +77,8 @@ struct ResolvedStrategy {
   int world = 0;            // GPUs
   int edp = 1;              // expert-data-parallel replicas: dp / ep
   int64_t micro_batches = 0;  // per replica per iteration
-  int64_t padded_vocab = 0;   // vocab padded to a multiple of 128 * tp (Megatron)
+  int embedding_tp = 1;       // TP of the embedding, logits and loss (divides s.tp)
+  int64_t padded_vocab = 0;   // vocab padded to a multiple of 128 * embedding_tp (Megatron)
   int virtual_stages = 1;     // pp * vpp
   std::vector<int64_t> stage_layers;  // per virtual stage
   std::vector<int64_t> stage_first_layer;  // per virtual stage

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cmath>
+#include <functional>
 #include <string>
 
 #include "workloads/workload.h"
@@ -46,6 +47,16 @@ inline ModelSpec uniform_layers(int64_t layers, double forward_flops) {
   m.layers = layers;
   m.seq_length = 1;
   return m;
+}
+
+// The message of the InputError f throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 inline bool near_rel(double a, double b, double rel = 1e-12) {

@@ -12,15 +12,6 @@ using namespace tessera::workloads::testing;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 TEST(Zoo, EveryModelLoadsWithItsSize) {
   const std::map<std::string, double> billions = {
       {"gpt3-1.3b", 1.3},   {"gpt3-13b", 12.9},   {"gpt3-175b", 174.6}, {"llama2-7b", 6.74},

@@ -43,6 +43,7 @@ Strategy random_strategy(std::mt19937& rng, const ModelSpec& m) {
   for (;;) {
     Strategy s;
     s.tp = pick(rng, {1, 2, 4});
+    s.embedding_tp = pick(rng, {0, 0, 1, 2, 4});  // 0: tp; resolve rejects those not dividing tp
     s.pp = pick(rng, {1, 2, 4});
     s.cp = pick(rng, {1, 2});
     s.dp = pick(rng, {1, 2, 4});
@@ -75,7 +76,8 @@ Strategy random_strategy(std::mt19937& rng, const ModelSpec& m) {
 std::string describe(const Strategy& s) {
   std::string order;
   for (Axis a : s.rank_order) order += std::string(to_string(a)) + "-";
-  return "tp " + std::to_string(s.tp) + " pp " + std::to_string(s.pp) + " cp " +
+  return "tp " + std::to_string(s.tp) + " embedding.tp " + std::to_string(s.embedding_tp) +
+         " pp " + std::to_string(s.pp) + " cp " +
          std::to_string(s.cp) + " dp " + std::to_string(s.dp) + " ep " + std::to_string(s.ep) +
          " sp " + std::to_string(s.sequence_parallel) + " zero " + std::to_string(s.zero) +
          " " + to_string(s.schedule) + " vpp " + std::to_string(s.vpp) + " " +
@@ -85,6 +87,7 @@ std::string describe(const Strategy& s) {
 
 TEST(Property, RandomStrategies) {
   std::mt19937 rng(20240611);
+  int own_embedding_tp = 0;  // trials where the embedding has a smaller TP than the blocks
   for (int trial = 0; trial < 90; ++trial) {
     const ModelSpec m = test_model(trial % 3);
     const Strategy s = random_strategy(rng, m);
@@ -92,6 +95,7 @@ TEST(Property, RandomStrategies) {
     const CompiledJob c = compile(m, s);
     const Job& job = c.job;
     ASSERT_NO_THROW(validate(job));
+    own_embedding_tp += c.strategy.embedding_tp < s.tp;
 
     // Every send has its receive: same (source, destination, tag, bytes) on both sides.
     std::map<std::tuple<int, int, uint32_t, uint64_t>, int> messages;
@@ -133,6 +137,7 @@ TEST(Property, RandomStrategies) {
     EXPECT_TRUE(near_rel(job.info.hardware_flops, one.job.info.hardware_flops, 1e-9))
         << job.info.hardware_flops << " vs " << one.job.info.hardware_flops;
   }
+  EXPECT_GE(own_embedding_tp, 15);
 }
 
 TEST(Property, ProgramsAreSharedPerStage) {
