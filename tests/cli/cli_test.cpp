@@ -208,6 +208,49 @@ TEST(Cli, BadInputGetsOneLineAndStatus2) {
   expect_bad_input("run --model no-such-model", "unknown model 'no-such-model'");
   expect_bad_input("run --tp 3", "tp * pp * cp (3 * 1 * 1 = 3) does not divide the 8 GPUs");
   expect_bad_input("run --report /nonexistent-dir/r.json --layers 1", "/nonexistent-dir/r.json");
+  expect_bad_input("run --fidelity exact", "--fidelity: unknown fidelity 'exact'");
+  expect_bad_input("collective --fidelity exact", "--fidelity: unknown fidelity 'exact'");
+  expect_bad_input("run --tp 4 --embedding-tp 3", "embedding.tp (3) does not divide tp (4)");
+}
+
+TEST(Cli, FlowFidelityRunsAndSaysSoInTheReport) {
+  // Two DGX A100 nodes, data parallel: flow fidelity is within a few percent of packet
+  // fidelity with a fraction of its fabric transactions.
+  const std::string dir = temp_dir();
+  const std::string args = "run --platform dgx-a100 --nodes 2 --dp 16 --global-batch 32 --layers 4 --report ";
+  const Result packet = tessera(args + dir + "/packet.json");
+  const Result flow = tessera(args + dir + "/flow.json --fidelity flow");
+  ASSERT_EQ(packet.status, 0) << packet.err;
+  ASSERT_EQ(flow.status, 0) << flow.err;
+  const auto p = nlohmann::json::parse(read_file(dir + "/packet.json"));
+  const auto f = nlohmann::json::parse(read_file(dir + "/flow.json"));
+  EXPECT_EQ(p["simulation"]["fidelity"], "packet");
+  EXPECT_EQ(f["simulation"]["fidelity"], "flow");
+  EXPECT_GT(f["simulation"]["flows"].get<uint64_t>(), 0u);
+  EXPECT_NEAR(f["iteration_time_s"].get<double>(), p["iteration_time_s"].get<double>(),
+              0.03 * p["iteration_time_s"].get<double>());
+  EXPECT_LT(f["simulation"]["fabric_transactions"].get<uint64_t>(),
+            p["simulation"]["fabric_transactions"].get<uint64_t>() / 10);
+  // The same links by name in both reports.
+  ASSERT_EQ(f["links"].size(), p["links"].size());
+  EXPECT_EQ(f["links"][0]["name"], p["links"][0]["name"]);
+}
+
+TEST(Cli, StrategyFileWithItsOwnEmbeddingTensorParallelism) {
+  const std::string strategy = write_file("embedding.yaml",
+                                          "tp: 4\n"
+                                          "global-batch: 4\n"
+                                          "embedding:\n"
+                                          "  tp: 2\n");
+  const std::string rep = temp_dir() + "/embedding.json";
+  const Result r = tessera("run --model gpt3-1.3b --layers 2 --gpus 4 --strategy " + strategy + " --report " + rep);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(read_file(rep));
+  EXPECT_GT(j["iteration_time_s"].get<double>(), 0.0);
+  const std::string bad = write_file("bad-embedding.yaml", "tp: 4\nembedding:\n  tp: two\n");
+  const Result b = tessera("run --gpus 4 --strategy " + bad);
+  EXPECT_EQ(b.status, 2);
+  EXPECT_NE(b.err.find("bad-embedding.yaml:3: key 'embedding.tp'"), std::string::npos) << b.err;
 }
 
 TEST(Cli, UnreadableFileIsBadInput) {
