@@ -66,7 +66,8 @@ std::vector<uint64_t> sweep_sizes(uint64_t min_bytes, uint64_t max_bytes, double
   return sizes;
 }
 
-std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const SweepSettings& s) {
+std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const SweepSettings& s,
+                                SimulationResult* simulation) {
   const workloads::CollectiveKind kind = parse_op(s.op);
   const std::vector<uint64_t> sizes = sweep_sizes(s.min_bytes, s.max_bytes, s.step_factor);
   const int n = platform.gpu_count();
@@ -98,6 +99,7 @@ std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const
   options.trace_bucket_us = 1e9;        // no link counters worth speaking of
   const SimulationResult result = simulate(platform, job, options);
   if (result.deadlocked) throw std::runtime_error(describe_deadlock(result));
+  if (simulation != nullptr) *simulation = result;
 
   // The tuner's choice for each size, as the engine makes it.
   const models::CollectiveEngineConfig& engine = options.collectives;
