@@ -28,6 +28,12 @@ models::FabricFacts fabric_facts(const PlatformConfig& c) {
   }
   f.hop_latency_s = (2 * link.latency_ns + c.node.nvlink.switch_latency_ns) * 1e-9;
   f.in_switch_reduction = c.node.nvlink.in_switch_reduction;
+  // Through the network: GPU -> PCIe switch -> NIC, a network switch, and back.
+  const bool nics = c.node.nics.count > 0 && c.network.topology != Topology::None &&
+                    c.network.topology != Topology::NvlinkNetwork;
+  const double pcie_ns = 2 * c.node.pcie.link.latency_ns + c.node.pcie.switch_latency_ns + c.node.nics.latency_ns;
+  f.network_latency_s = nics ? (2 * pcie_ns + 2 * c.network.link.latency_ns + c.network.switch_latency_ns) * 1e-9 : 0;
+  f.in_network_reduction = nics && c.network.in_network_reduction;
   f.sm_count = c.gpu.sm_count;
   return f;
 }
@@ -89,6 +95,7 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
                                 std::to_string(config_.gpu_count()) + " GPUs");
   topology_ = std::make_unique<PlatformGraph>(generate_topology(config_));
   routing_ = std::make_unique<Routing>(*topology_);
+  trees_ = std::make_unique<AggregationTrees>(*topology_, *routing_);
   const NodeTemplate& nt = topology_->node;
   const Graph& ng = nt.graph;
   const Network& net = topology_->network;
@@ -96,6 +103,7 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
   models::CollectiveEngineConfig collectives = engine;
   if (collectives.gpus_per_node == 0) collectives.gpus_per_node = config_.node.gpus;
   collectives.fabric = fabric_facts(config_);
+  collectives.trees = trees_.get();
   const uint64_t chunk = std::max<uint64_t>(1, collectives.chunk_bytes);
   const uint32_t nodes = topology_->nodes;
 
@@ -165,7 +173,9 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
       module = std::make_unique<models::NvSwitch>(
           module_name(d.name).c_str(), models::NvSwitchConfig{cc, config_.node.nvlink.in_switch_reduction, &pool});
     else
-      module = std::make_unique<models::NetworkSwitch>(module_name(d.name).c_str(), cc);
+      module = std::make_unique<models::NetworkSwitch>(
+          module_name(d.name).c_str(),
+          models::NetworkSwitchConfig{cc, config_.network.in_network_reduction, x, &pool});
     network_routers_.emplace_back(*routing_, x);
     module->set_router(network_routers_.back());
     switches_.push_back(std::move(module));

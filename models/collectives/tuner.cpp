@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace tessera::models {
 
@@ -12,7 +13,7 @@ namespace {
 constexpr CollectiveAlgorithm kAlgorithms[] = {
     CollectiveAlgorithm::Ring, CollectiveAlgorithm::Tree, CollectiveAlgorithm::Direct,
     CollectiveAlgorithm::HalvingDoubling, CollectiveAlgorithm::Hierarchical,
-    CollectiveAlgorithm::Nvls};
+    CollectiveAlgorithm::Nvls, CollectiveAlgorithm::CollNet};
 constexpr CollectiveProtocol kProtocols[] = {CollectiveProtocol::Simple, CollectiveProtocol::LL,
                                              CollectiveProtocol::LL128};
 bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
@@ -42,6 +43,7 @@ const char* algorithm_name(CollectiveAlgorithm a) {
     case CollectiveAlgorithm::HalvingDoubling: return "halving-doubling";
     case CollectiveAlgorithm::Hierarchical: return "hierarchical";
     case CollectiveAlgorithm::Nvls: return "nvls";
+    case CollectiveAlgorithm::CollNet: return "collnet";
   }
   return "?";
 }
@@ -77,6 +79,8 @@ bool parse_algorithm(const std::string& name, CollectiveAlgorithm& out) {
   if (n == "auto" || n == "automatic" || n.empty()) return out = CollectiveAlgorithm::Automatic, true;
   if (n == "hd" || n == "halving_doubling" || n == "rabenseifner") return out = CollectiveAlgorithm::HalvingDoubling, true;
   if (n == "nvlink-sharp" || n == "in-switch") return out = CollectiveAlgorithm::Nvls, true;
+  if (n == "sharp" || n == "ib-sharp" || n == "collnet-direct" || n == "in-network")
+    return out = CollectiveAlgorithm::CollNet, true;
   for (CollectiveAlgorithm a : kAlgorithms)
     if (n == algorithm_name(a)) return out = a, true;
   return false;
@@ -110,6 +114,22 @@ CollectiveOp collective_op(workloads::CollectiveKind kind) {
     case workloads::CollectiveKind::Barrier: return CollectiveOp::Barrier;
   }
   return CollectiveOp::AllReduce;
+}
+
+CommunicatorShape communicator_shape(const std::vector<int>& ranks, int gpus_per_node,
+                                     const std::vector<int>& dimensions) {
+  CommunicatorShape s;
+  s.ranks = static_cast<int>(ranks.size());
+  std::unordered_map<int, int> members;  // by node
+  for (int r : ranks) ++members[gpus_per_node > 0 ? r / gpus_per_node : 0];
+  s.nodes = std::max<int>(1, static_cast<int>(members.size()));
+  const int first = members.empty() ? 0 : members.begin()->second;
+  const bool uniform = std::all_of(members.begin(), members.end(),
+                                   [&](const std::pair<const int, int>& m) { return m.second == first; });
+  if (uniform) s.gpus_per_node = first;
+  if (!dimensions.empty()) s.dimensions = dimensions;
+  else if (uniform && first > 0) s.dimensions = {first, s.nodes};
+  return s;
 }
 
 void binary_tree(int n, int r, int& parent, int& child0, int& child1) {
@@ -166,12 +186,19 @@ int Tuner::steps(CollectiveOp op, CollectiveAlgorithm a, const CommunicatorShape
       return twice * sum;
     }
     case CollectiveAlgorithm::Nvls: return twice;
+    case CollectiveAlgorithm::CollNet: return (s.gpus_per_node > 1 ? 2 : 0) + 1;
   }
   return 0;
 }
 
+int Tuner::network_steps(CollectiveOp, CollectiveAlgorithm a, const CommunicatorShape& s) {
+  if (s.ranks <= 1) return 0;
+  // The round trip through the aggregation tree.
+  return a == CollectiveAlgorithm::CollNet ? 1 : 0;
+}
+
 double Tuner::wire_bytes(CollectiveOp op, CollectiveAlgorithm a, uint64_t bytes,
-                         const CommunicatorShape& s) {
+                         const CommunicatorShape& s) const {
   const double n = s.ranks, S = double(bytes);
   if (n <= 1) return 0;
   const double shard = (n - 1) / n * S;
@@ -201,6 +228,14 @@ double Tuner::wire_bytes(CollectiveOp op, CollectiveAlgorithm a, uint64_t bytes,
       // All-reduce: every shard goes up once (S) and its owner's sum comes back (S/n), the
       // owner multicasts its shard (S/n up) and every shard comes down (S).
       return reduces(op) ? (1 + 1 / n) * S : S;
+    case CollectiveAlgorithm::CollNet: {
+      // Inside the node: NVLS where the switches reduce ((1 + 1/g) S, at the switch's
+      // efficiency), else a direct reduce-scatter and all-gather (2 (g-1)/g S).
+      const double g = std::max(1, s.gpus_per_node);
+      if (fabric_.in_switch_reduction && g > 1)
+        return (1 + 1 / g) * S * wire_factor(CollectiveAlgorithm::Nvls, CollectiveProtocol::Simple);
+      return 2 * (g - 1) / g * S;
+    }
   }
   return 0;
 }
@@ -242,6 +277,16 @@ std::string Tuner::unsupported(CollectiveOp op, CollectiveAlgorithm a, Collectiv
       if (p != CollectiveProtocol::Simple && p != CollectiveProtocol::Automatic)
         return what + ": NVLS runs the simple protocol only";
       break;
+    case CollectiveAlgorithm::CollNet:
+      if (!fabric_.in_network_reduction)
+        return what + ": the network switches have no in-network reduction (InfiniBand SHARP: "
+                      "network.in_network_reduction on a network of NICs)";
+      if (!reduces(op)) return what + ": collnet runs all-reduce only";
+      if (s.nodes < 2 || s.gpus_per_node <= 0)
+        return what + ": collnet needs members on two or more nodes, as many on each";
+      if (p != CollectiveProtocol::Simple && p != CollectiveProtocol::Automatic)
+        return what + ": collnet runs the simple protocol only";
+      break;
   }
   return "";
 }
@@ -249,6 +294,8 @@ std::string Tuner::unsupported(CollectiveOp op, CollectiveAlgorithm a, Collectiv
 ProtocolCost Tuner::cost(CollectiveAlgorithm a, CollectiveProtocol p) const {
   const int i = p == CollectiveProtocol::LL ? 1 : p == CollectiveProtocol::LL128 ? 2 : 0;
   if (a == CollectiveAlgorithm::Nvls) return config_.nvls;
+  // NVLS inside the node with SHARP across is NCCL's multi-node NVLS.
+  if (a == CollectiveAlgorithm::CollNet) return fabric_.in_switch_reduction ? config_.nvls : config_.collnet;
   if (a == CollectiveAlgorithm::Tree) return config_.tree[i];
   // Direct, halving-doubling and hierarchical steps are ring-like point-to-point steps.
   return config_.ring[i];
@@ -270,7 +317,8 @@ double Tuner::predict(CollectiveOp op, uint64_t bytes, const CommunicatorShape& 
                       CollectiveAlgorithm a, CollectiveProtocol p) const {
   const ProtocolCost c = cost(a, p);
   const double bandwidth = fabric_.gpu_bandwidth > 0 ? fabric_.gpu_bandwidth : 1e12;
-  return (c.launch_us + steps(op, a, s) * c.step_us) * 1e-6 +
+  const int network = network_steps(op, a, s);
+  return (c.launch_us + (steps(op, a, s) - network) * c.step_us + network * c.network_step_us) * 1e-6 +
          wire_bytes(op, a, bytes, s) * wire_factor(a, p) / bandwidth;
 }
 
@@ -288,11 +336,12 @@ Choice Tuner::choose(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s
   } else if (a2a) {
     algorithms = {CollectiveAlgorithm::Direct};
   } else {
-    // NCCL's own choices: ring and tree everywhere, NVLS where the switches reduce, and the
-    // hierarchical form across nodes.
+    // NCCL's own choices: ring and tree everywhere, NVLS where the switches reduce, the
+    // hierarchical form across nodes, and CollNet where the network switches reduce.
     for (CollectiveAlgorithm a : {CollectiveAlgorithm::Ring, CollectiveAlgorithm::Tree,
-                                  CollectiveAlgorithm::Nvls, CollectiveAlgorithm::Hierarchical}) {
-      if (a == CollectiveAlgorithm::Hierarchical && s.nodes <= 1) continue;
+                                  CollectiveAlgorithm::Nvls, CollectiveAlgorithm::Hierarchical,
+                                  CollectiveAlgorithm::CollNet}) {
+      if ((a == CollectiveAlgorithm::Hierarchical || a == CollectiveAlgorithm::CollNet) && s.nodes <= 1) continue;
       if (unsupported(op, a, protocol, s).empty()) algorithms.push_back(a);
     }
   }
@@ -300,7 +349,8 @@ Choice Tuner::choose(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s
   for (CollectiveAlgorithm a : algorithms)
     for (CollectiveProtocol p : kProtocols) {
       if (protocol != CollectiveProtocol::Automatic && p != protocol) continue;
-      if (a == CollectiveAlgorithm::Nvls && p != CollectiveProtocol::Simple) continue;
+      if ((a == CollectiveAlgorithm::Nvls || a == CollectiveAlgorithm::CollNet) && p != CollectiveProtocol::Simple)
+        continue;
       const double t = predict(op, bytes, s, a, p);
       if (t < best_time) {
         best_time = t;

@@ -30,7 +30,8 @@ using protocol::CollectiveProtocol;
 const char* algorithm_name(CollectiveAlgorithm a);
 const char* protocol_name(CollectiveProtocol p);
 const char* op_name(CollectiveOp op);
-// "ring", "tree", "direct", "halving-doubling", "hierarchical", "nvls", "auto"; false if unknown.
+// "ring", "tree", "direct", "halving-doubling", "hierarchical", "nvls", "collnet", "auto"; false
+// if unknown.
 bool parse_algorithm(const std::string& name, CollectiveAlgorithm& out);
 // "simple", "ll", "ll128", "auto" (case-insensitive); false if unknown.
 bool parse_protocol(const std::string& name, CollectiveProtocol& out);
@@ -42,17 +43,21 @@ CollectiveOp collective_op(workloads::CollectiveKind kind);
 
 // Latency of one protocol on one algorithm family, microseconds.
 struct ProtocolCost {
-  double launch_us = 0;  // once per call (NCCL baseLat)
-  double step_us = 0;    // per dependent step, end to end over NVLink (NCCL hwLat)
+  double launch_us = 0;        // once per call (NCCL baseLat)
+  double step_us = 0;          // per dependent step, end to end over NVLink (NCCL hwLat)
+  double network_step_us = 0;  // per dependent step through the network (NCCL hwLat NET)
 };
 
 // NCCL's protocol costs (tuning.cc, NCCL 2.18-2.21, NVLink rows), indexed [Simple, LL, LL128].
 struct TunerConfig {
-  ProtocolCost ring[3] = {{8.4, 3.4}, {6.6, 0.6}, {14.0, 1.9}};
-  ProtocolCost tree[3] = {{0.0, 28.0}, {6.8, 0.6}, {14.0, 1.25}};
+  ProtocolCost ring[3] = {{8.4, 3.4, 3.4}, {6.6, 0.6, 0.6}, {14.0, 1.9, 1.9}};
+  ProtocolCost tree[3] = {{0.0, 28.0, 28.0}, {6.8, 0.6, 0.6}, {14.0, 1.25, 1.25}};
   // NCCL models NVLS as one 23 us latency; our schedule has two dependent steps (reduce in the
-  // switch, multicast back), so half of it each.
-  ProtocolCost nvls = {0.0, 11.5};
+  // switch, multicast back), so half of it each. Across nodes NVLS runs with SHARP (18 us NET).
+  ProtocolCost nvls = {0.0, 11.5, 18.0};
+  // CollNet Direct (simple only): 3.7 us per step in the node, 31 us for the round trip through
+  // the SHARP tree.
+  ProtocolCost collnet = {0.0, 3.7, 31.0};
   double nvls_efficiency = 0.85;  // NCCL nvlsEfficiency for Hopper: switch reduction vs link rate
   int max_channels = 16;          // parallel rings/trees, one SM each
   uint64_t bytes_per_channel = 512 * 1024;  // fewer channels for smaller calls
@@ -62,15 +67,24 @@ struct TunerConfig {
 struct FabricFacts {
   double gpu_bandwidth = 0;     // effective payload bytes/s a GPU sends (and receives) on its ports
   double hop_latency_s = 0;     // GPU -> switch -> GPU, beyond serialization
+  double network_latency_s = 0; // GPU -> NIC -> network switch -> NIC -> GPU, beyond serialization
   bool in_switch_reduction = false;
+  bool in_network_reduction = false;  // InfiniBand SHARP in the network switches
   int sm_count = 132;
 };
 
 struct CommunicatorShape {
   int ranks = 1;
   int nodes = 1;
+  int gpus_per_node = 0;        // members per node when every node has as many, else 0
   std::vector<int> dimensions;  // hierarchical dimensions, innermost first (product = ranks)
 };
+
+// The shape of a communicator over global `ranks`, the node of a rank being
+// rank / gpus_per_node (0: one node); hierarchical `dimensions` as given, else {members per
+// node, nodes} when every node has as many members.
+CommunicatorShape communicator_shape(const std::vector<int>& ranks, int gpus_per_node,
+                                     const std::vector<int>& dimensions = {});
 
 struct Choice {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;
@@ -97,11 +111,13 @@ class Tuner {
                  CollectiveAlgorithm algorithm, CollectiveProtocol protocol) const;
 
   ProtocolCost cost(CollectiveAlgorithm algorithm, CollectiveProtocol protocol) const;
-  // Dependent steps of the schedule (each pays step_us once on the critical path).
+  // Dependent steps of the schedule (each pays step_us once on the critical path), and how
+  // many of them go through the network (they pay network_step_us instead).
   static int steps(CollectiveOp op, CollectiveAlgorithm algorithm, const CommunicatorShape& shape);
+  static int network_steps(CollectiveOp op, CollectiveAlgorithm algorithm, const CommunicatorShape& shape);
   // Payload bytes the busiest GPU port sends for a call of `bytes`.
-  static double wire_bytes(CollectiveOp op, CollectiveAlgorithm algorithm, uint64_t bytes,
-                           const CommunicatorShape& shape);
+  double wire_bytes(CollectiveOp op, CollectiveAlgorithm algorithm, uint64_t bytes,
+                    const CommunicatorShape& shape) const;
   // Wire bytes per payload byte of a protocol (and of NVLS transfers).
   double wire_factor(CollectiveAlgorithm algorithm, CollectiveProtocol protocol) const;
   int channels(uint64_t bytes) const;
