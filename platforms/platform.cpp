@@ -1,6 +1,7 @@
 #include "platforms/platform.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "models/nic/nic.h"
@@ -10,31 +11,58 @@
 
 namespace tessera::platforms {
 
+namespace {
+// Payload bytes/s of a link sending back-to-back full packets (no sc_time here: callable before
+// SystemC has its time resolution).
+double payload_rate(double bytes_per_s, double packet_payload, double packet_overhead) {
+  return bytes_per_s * (packet_payload > 0 ? packet_payload / (packet_payload + packet_overhead) : 1.0);
+}
+double payload_rate(const LinkSpec& l) {
+  return payload_rate(l.bandwidth_gb_per_s * 1e9, l.max_packet_bytes, l.packet_overhead_bytes);
+}
+}  // namespace
+
 models::FabricFacts fabric_facts(const PlatformConfig& c) {
   models::FabricFacts f;
-  // Payload bandwidth of back-to-back full packets over all the GPU's NVLinks (no sc_time here:
-  // callable before SystemC has its time resolution).
+  // All the GPU's NVLinks.
   const LinkSpec& link = c.node.nvlink.link;
   const double bandwidth = link.bandwidth_gb_per_s > 0 ? link.bandwidth_gb_per_s : c.gpu.nvlink_port_bandwidth_gbps;
-  const double payload = link.max_packet_bytes;
-  const double efficiency = payload > 0 ? payload / (payload + link.packet_overhead_bytes) : 1.0;
   int links = 0;
   for (int s = 0; s < c.node.nvlink.switches; ++s) links += c.nvlinks_to_switch(s);
-  f.gpu_bandwidth = links * bandwidth * 1e9 * efficiency;
-  if (links == 0) {  // no NVLink: peer traffic crosses PCIe
-    const LinkSpec& pcie = c.node.pcie.link;
-    const double p = pcie.max_packet_bytes;
-    f.gpu_bandwidth = pcie.bandwidth_gb_per_s * 1e9 * (p > 0 ? p / (p + pcie.packet_overhead_bytes) : 1.0);
-  }
+  f.gpu_bandwidth = links * payload_rate(bandwidth * 1e9, link.max_packet_bytes, link.packet_overhead_bytes);
+  const double pcie = payload_rate(c.node.pcie.link);
+  if (links == 0) f.gpu_bandwidth = pcie;  // no NVLink: peer traffic crosses PCIe
   f.hop_latency_s = (2 * link.latency_ns + c.node.nvlink.switch_latency_ns) * 1e-9;
   f.in_switch_reduction = c.node.nvlink.in_switch_reduction;
-  // Through the network: GPU -> PCIe switch -> NIC, a network switch, and back.
-  const bool nics = c.node.nics.count > 0 && c.network.topology != Topology::None &&
-                    c.network.topology != Topology::NvlinkNetwork;
-  const double pcie_ns = 2 * c.node.pcie.link.latency_ns + c.node.pcie.switch_latency_ns + c.node.nics.latency_ns;
-  f.network_latency_s = nics ? (2 * pcie_ns + 2 * c.network.link.latency_ns + c.network.switch_latency_ns) * 1e-9 : 0;
-  f.in_network_reduction = nics && c.network.in_network_reduction;
   f.sm_count = c.gpu.sm_count;
+
+  // Across nodes.
+  f.gpus_per_node = c.node.gpus;
+  const NicSpec& nic = c.node.nics;
+  const Topology topology = c.network.topology;
+  if (topology == Topology::NvlinkNetwork) {
+    // The node's NVSwitches are its gateways, their uplinks NVLinks (network.link) to the
+    // second tier, fewer than the GPUs' by the oversubscription (topology.cpp).
+    double uplinks = 0;
+    for (int s = 0; s < c.node.nvlink.switches; ++s)
+      uplinks += std::max(1.0, std::floor(double(c.node.gpus) * c.nvlinks_to_switch(s) / c.network.oversubscription + 1e-9));
+    f.node_network_bandwidth = uplinks * payload_rate(c.network.link);
+    f.gpu_network_bandwidth = std::min(f.gpu_bandwidth, f.node_network_bandwidth);
+    f.network_latency_s = (2 * link.latency_ns + 2 * c.network.link.latency_ns + 2 * c.node.nvlink.switch_latency_ns +
+                           c.network.switch_latency_ns) * 1e-9;
+    f.network_hops = 4;  // GPU, node NVSwitch, second tier, node NVSwitch, GPU
+  } else if (topology != Topology::None && nic.count > 0) {
+    // A GPU reaches the network through its PCIe port and the NICs on its PCIe switch; the
+    // node through all its NICs: GPU -> PCIe switch -> NIC, a network switch, and back.
+    const double nic_rate = payload_rate(nic.line_rate_gbit_per_s / 8 * 1e9, nic.mtu_bytes, nic.header_bytes);
+    const int near = std::max(1, nic.count / std::max(1, c.node.pcie.switches));
+    f.gpu_network_bandwidth = std::min(pcie, near * nic_rate);
+    f.node_network_bandwidth = nic.count * nic_rate;
+    const double pcie_ns = 2 * c.node.pcie.link.latency_ns + c.node.pcie.switch_latency_ns + nic.latency_ns;
+    f.network_latency_s = (2 * pcie_ns + 2 * c.network.link.latency_ns + c.network.switch_latency_ns) * 1e-9;
+    f.network_hops = 6;  // GPU, PCIe switch, NIC, network switch, NIC, PCIe switch, GPU
+    f.in_network_reduction = c.network.in_network_reduction;
+  }
   return f;
 }
 

@@ -62,7 +62,7 @@ models::CommunicatorShape world_shape(const platforms::PlatformConfig& platform,
   std::vector<int> ranks(static_cast<size_t>(platform.gpu_count()));
   std::iota(ranks.begin(), ranks.end(), 0);
   const int g = engine.gpus_per_node > 0 ? engine.gpus_per_node : platform.node.gpus;
-  return models::communicator_shape(ranks, g, engine.dimensions);
+  return models::communicator_shape(ranks, g, engine.dimensions, platform.node.gpus);
 }
 
 }  // namespace

@@ -12,10 +12,13 @@ using sc_core::sc_time;
 namespace {
 DECLARE_EXTENDED_PHASE(LAUNCH);
 constexpr uint64_t key(uint64_t high, uint64_t low) { return (high << 32) | (low & 0xffffffffu); }
+// The tuner predicts with the engine's chunk size.
+TunerConfig tuner_config(const CollectiveEngineConfig& c) {
+  TunerConfig t = c.tuner;
+  t.chunk_bytes = c.chunk_bytes;
+  return t;
+}
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
-// Chunks per transfer at most: larger calls get larger chunks, so a call costs a bounded number
-// of events; the pipeline's fill and drain stay below 1/256 of a step.
-constexpr uint64_t kMaxChunksPerTransfer = 256;
 }  // namespace
 
 CollectiveEngine::CollectiveEngine(sc_core::sc_module_name name, int rank,
@@ -23,7 +26,7 @@ CollectiveEngine::CollectiveEngine(sc_core::sc_module_name name, int rank,
                                    FabricInjector& fabric, const CollectiveEngineConfig& config,
                                    SmObserver* sms)
     : sc_module(name), socket("socket"), rank_(rank), job_(job), pool_(pool), fabric_(fabric),
-      config_(config), tuner_(config.tuner, config.fabric), sm_observer_(sms),
+      config_(config), tuner_(tuner_config(config), config.fabric), sm_observer_(sms),
       joined_(job.communicators.size(), 0), position_(job.communicators.size(), -1),
       finished_event_("finished"), peq_("latency", this, &CollectiveEngine::delayed) {
   socket.register_nb_transport_fw(this, &CollectiveEngine::nb_transport_fw);
@@ -38,7 +41,7 @@ CollectiveEngine::CollectiveEngine(sc_core::sc_module_name name, int rank,
 
 CommunicatorShape CollectiveEngine::shape(int communicator) const {
   return communicator_shape(job_.communicators[communicator].ranks, config_.gpus_per_node,
-                            config_.dimensions);
+                            config_.dimensions, config_.fabric.gpus_per_node);
 }
 
 Choice CollectiveEngine::choice(const protocol::CollectiveEvent& e) const {
@@ -75,9 +78,7 @@ CollectiveEngine::Transfer CollectiveEngine::transfer(int peer, uint64_t bytes, 
   t.peer = peer;
   t.bytes = bytes;
   if (bytes == 0) return t;
-  uint64_t chunk = std::min<uint64_t>(config_.chunk_bytes, ceil_div(bytes, uint64_t(channels)));
-  chunk = std::max<uint64_t>({chunk, 1, ceil_div(bytes, kMaxChunksPerTransfer)});
-  t.chunk_bytes = static_cast<uint32_t>(std::min<uint64_t>(chunk, 0xffffffffu));
+  t.chunk_bytes = static_cast<uint32_t>(std::min<uint64_t>(chunk_size(bytes, config_.chunk_bytes, channels), 0xffffffffu));
   t.chunks = static_cast<uint32_t>(ceil_div(bytes, t.chunk_bytes));
   return t;
 }
@@ -545,7 +546,11 @@ void CollectiveEngine::chunk_arrived(tlm::tlm_generic_payload& gp) {
     gp.release();
     return;
   }
-  const bool network = t.step < inst.phases.size() && inst.phases[t.step].network;
+  // A chunk from another of the platform's nodes (or the network's sum) paid the network's
+  // step latency.
+  const int node_size = config_.fabric.gpus_per_node;
+  const bool network = (t.step < inst.phases.size() && inst.phases[t.step].network) ||
+                       (node_size > 0 && int(t.source) / node_size != rank_ / node_size);
   const sc_time& delay = network ? inst.network_step_delay : inst.step_delay;
   if (delay != sc_core::SC_ZERO_TIME) {
     peq_.notify(gp, protocol::ARRIVED, delay);  // the step's handshake latency
