@@ -1,6 +1,7 @@
 #include "platforms/platform.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "models/nic/nic.h"
@@ -10,25 +11,58 @@
 
 namespace tessera::platforms {
 
+namespace {
+// Payload bytes/s of a link sending back-to-back full packets (no sc_time here: callable before
+// SystemC has its time resolution).
+double payload_rate(double bytes_per_s, double packet_payload, double packet_overhead) {
+  return bytes_per_s * (packet_payload > 0 ? packet_payload / (packet_payload + packet_overhead) : 1.0);
+}
+double payload_rate(const LinkSpec& l) {
+  return payload_rate(l.bandwidth_gb_per_s * 1e9, l.max_packet_bytes, l.packet_overhead_bytes);
+}
+}  // namespace
+
 models::FabricFacts fabric_facts(const PlatformConfig& c) {
   models::FabricFacts f;
-  // Payload bandwidth of back-to-back full packets over all the GPU's NVLinks (no sc_time here:
-  // callable before SystemC has its time resolution).
+  // All the GPU's NVLinks.
   const LinkSpec& link = c.node.nvlink.link;
   const double bandwidth = link.bandwidth_gb_per_s > 0 ? link.bandwidth_gb_per_s : c.gpu.nvlink_port_bandwidth_gbps;
-  const double payload = link.max_packet_bytes;
-  const double efficiency = payload > 0 ? payload / (payload + link.packet_overhead_bytes) : 1.0;
   int links = 0;
   for (int s = 0; s < c.node.nvlink.switches; ++s) links += c.nvlinks_to_switch(s);
-  f.gpu_bandwidth = links * bandwidth * 1e9 * efficiency;
-  if (links == 0) {  // no NVLink: peer traffic crosses PCIe
-    const LinkSpec& pcie = c.node.pcie.link;
-    const double p = pcie.max_packet_bytes;
-    f.gpu_bandwidth = pcie.bandwidth_gb_per_s * 1e9 * (p > 0 ? p / (p + pcie.packet_overhead_bytes) : 1.0);
-  }
+  f.gpu_bandwidth = links * payload_rate(bandwidth * 1e9, link.max_packet_bytes, link.packet_overhead_bytes);
+  const double pcie = payload_rate(c.node.pcie.link);
+  if (links == 0) f.gpu_bandwidth = pcie;  // no NVLink: peer traffic crosses PCIe
   f.hop_latency_s = (2 * link.latency_ns + c.node.nvlink.switch_latency_ns) * 1e-9;
   f.in_switch_reduction = c.node.nvlink.in_switch_reduction;
   f.sm_count = c.gpu.sm_count;
+
+  // Across nodes.
+  f.gpus_per_node = c.node.gpus;
+  const NicSpec& nic = c.node.nics;
+  const Topology topology = c.network.topology;
+  if (topology == Topology::NvlinkNetwork) {
+    // The node's NVSwitches are its gateways, their uplinks NVLinks (network.link) to the
+    // second tier, fewer than the GPUs' by the oversubscription (topology.cpp).
+    double uplinks = 0;
+    for (int s = 0; s < c.node.nvlink.switches; ++s)
+      uplinks += std::max(1.0, std::floor(double(c.node.gpus) * c.nvlinks_to_switch(s) / c.network.oversubscription + 1e-9));
+    f.node_network_bandwidth = uplinks * payload_rate(c.network.link);
+    f.gpu_network_bandwidth = std::min(f.gpu_bandwidth, f.node_network_bandwidth);
+    f.network_latency_s = (2 * link.latency_ns + 2 * c.network.link.latency_ns + 2 * c.node.nvlink.switch_latency_ns +
+                           c.network.switch_latency_ns) * 1e-9;
+    f.network_hops = 4;  // GPU, node NVSwitch, second tier, node NVSwitch, GPU
+  } else if (topology != Topology::None && nic.count > 0) {
+    // A GPU reaches the network through its PCIe port and the NICs on its PCIe switch; the
+    // node through all its NICs: GPU -> PCIe switch -> NIC, a network switch, and back.
+    const double nic_rate = payload_rate(nic.line_rate_gbit_per_s / 8 * 1e9, nic.mtu_bytes, nic.header_bytes);
+    const int near = std::max(1, nic.count / std::max(1, c.node.pcie.switches));
+    f.gpu_network_bandwidth = std::min(pcie, near * nic_rate);
+    f.node_network_bandwidth = nic.count * nic_rate;
+    const double pcie_ns = 2 * c.node.pcie.link.latency_ns + c.node.pcie.switch_latency_ns + nic.latency_ns;
+    f.network_latency_s = (2 * pcie_ns + 2 * c.network.link.latency_ns + c.network.switch_latency_ns) * 1e-9;
+    f.network_hops = 6;  // GPU, PCIe switch, NIC, network switch, NIC, PCIe switch, GPU
+    f.in_network_reduction = c.network.in_network_reduction;
+  }
   return f;
 }
 
@@ -97,6 +131,7 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
                                 std::to_string(config_.gpu_count()) + " GPUs");
   topology_ = std::make_unique<PlatformGraph>(generate_topology(config_));
   routing_ = std::make_unique<Routing>(*topology_);
+  trees_ = std::make_unique<AggregationTrees>(*topology_, *routing_);
   const NodeTemplate& nt = topology_->node;
   const Graph& ng = nt.graph;
   const Network& net = topology_->network;
@@ -104,10 +139,12 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
   models::CollectiveEngineConfig collectives = engine;
   if (collectives.gpus_per_node == 0) collectives.gpus_per_node = config_.node.gpus;
   collectives.fabric = fabric_facts(config_);
+  collectives.trees = trees_.get();
   const bool packet = fidelity_ == Fidelity::Packet;
   if (!packet) {
     // Flows have no switch module to reduce in; schedules run in their steady state.
     collectives.fabric.in_switch_reduction = false;
+    collectives.fabric.in_network_reduction = false;
     collectives.steady_state = true;
   }
   const uint64_t chunk = std::max<uint64_t>(1, collectives.chunk_bytes);
@@ -190,7 +227,9 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
       module = std::make_unique<models::NvSwitch>(
           module_name(d.name).c_str(), models::NvSwitchConfig{cc, config_.node.nvlink.in_switch_reduction, &pool});
     else
-      module = std::make_unique<models::NetworkSwitch>(module_name(d.name).c_str(), cc);
+      module = std::make_unique<models::NetworkSwitch>(
+          module_name(d.name).c_str(),
+          models::NetworkSwitchConfig{cc, config_.network.in_network_reduction, x, &pool});
     network_routers_.emplace_back(*routing_, x);
     module->set_router(network_routers_.back());
     switches_.push_back(std::move(module));

@@ -15,6 +15,7 @@
 #include "models/gpu/gpu.h"
 #include "models/link/link.h"
 #include "models/switch/crossbar.h"
+#include "platforms/aggregation.h"
 #include "platforms/flow_paths.h"
 #include "platforms/platform_config.h"
 #include "platforms/routing.h"
@@ -24,8 +25,9 @@
 
 namespace tessera::platforms {
 
-// What the collective tuner knows of a platform's NVLink fabric (bandwidth a GPU sends at, the
-// GPU -> switch -> GPU latency, in-switch reduction, SMs).
+// What the collective tuner knows of a platform's fabric (bandwidth a GPU sends at, the
+// GPU -> switch -> GPU latency, in-switch reduction, SMs; the network's latency and whether its
+// switches reduce).
 models::FabricFacts fabric_facts(const PlatformConfig& config);
 
 // How transfers cross the fabric (docs/fidelity.md).
@@ -73,6 +75,7 @@ class Platform : public sc_core::sc_module {
   Fidelity fidelity_;
   std::unique_ptr<PlatformGraph> topology_;
   std::unique_ptr<Routing> routing_;
+  std::unique_ptr<AggregationTrees> trees_;  // in-network reduction
   std::vector<std::unique_ptr<sc_core::sc_module>> groups_;  // node0.., network
   std::vector<std::unique_ptr<models::Gpu>> gpus_;
   std::vector<std::unique_ptr<models::Crossbar>> switches_;  // node devices, then network

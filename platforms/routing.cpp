@@ -135,6 +135,17 @@ void Routing::build_node_tables() {
     }
     gateway_choice_[i] = node_lists_.add(weighted(choices));
   }
+  // Home gateways: the GPUs with the same nearest gateways take them in turn.
+  home_gateway_.assign(nt.gpus, -1);
+  std::map<std::vector<uint16_t>, uint32_t> sharing;  // nearest set -> GPUs seen with it
+  for (uint32_t i = 0; i < nt.gpus && gateways > 0; ++i) {
+    const uint32_t list = gateway_choice_[i];
+    if (list == PortLists::kNone) continue;
+    std::vector<uint16_t> nearest(node_lists_.ports.begin() + node_lists_.begin[list],
+                                  node_lists_.ports.begin() + node_lists_.begin[list + 1]);
+    nearest.erase(std::unique(nearest.begin(), nearest.end()), nearest.end());
+    home_gateway_[i] = nearest[sharing[nearest]++ % nearest.size()];
+  }
 }
 
 void Routing::build_network_tables() {
@@ -236,7 +247,17 @@ uint32_t Routing::node_next(uint32_t node, uint32_t device, protocol::FabricTran
     return node_lists_.pick(nvswitch_ports_[device], h);
   }
   uint32_t target;
-  if (t.destination / nt.gpus == node) {
+  if (t.purpose == protocol::TransferPurpose::NetworkReduce) {
+    // To the GPU's home gateway, then up its first uplink into the aggregation tree.
+    if (device < nt.gpus) {
+      if (home_gateway_[device] < 0)
+        throw std::runtime_error("GPU " + std::to_string(node * nt.gpus + device) +
+                                 " has no network port for in-network reduction");
+      t.gateway = static_cast<uint32_t>(home_gateway_[device]);
+    }
+    if (gateway_index_[device] == static_cast<int32_t>(t.gateway)) return nt.graph.ports(device);
+    target = nt.gpus + t.gateway;
+  } else if (t.destination / nt.gpus == node) {
     target = t.destination % nt.gpus;
   } else {
     if (device < nt.gpus && t.source == node * nt.gpus + device) {

@@ -53,6 +53,11 @@ class Routing {
   uint32_t node_next(uint32_t node, uint32_t device, protocol::FabricTransfer& t) const;
   // The output port of network device `device` (a network switch) for transfer `t`.
   uint32_t network_next(uint32_t device, const protocol::FabricTransfer& t) const;
+  // The gateway a GPU (template index) sends in-network reduction chunks through: one of its
+  // nearest, the GPUs that share a set of nearest gateways taking them in turn (as NCCL gives
+  // each GPU its own NIC). Such chunks leave the gateway by its first uplink, where the
+  // aggregation tree starts (platforms/aggregation.h). -1: the node has no way out.
+  int32_t home_gateway(uint32_t gpu) const { return home_gateway_[gpu]; }
 
   // One link of a path: the one leaving `device` through `port`, a device of node `node`'s
   // template graph or (network) of the network graph.
@@ -86,6 +91,7 @@ class Routing {
   PortLists node_lists_;
   std::vector<uint32_t> node_table_;     // device * node_targets_ + target -> list
   std::vector<uint32_t> gateway_choice_; // per GPU: list of gateway indices (into node_lists_)
+  std::vector<int32_t> home_gateway_;    // per GPU: its in-network reduction gateway, or -1
   std::vector<int32_t> gateway_index_;   // template device -> gateway index, or -1
   std::vector<uint32_t> nvswitch_ports_; // per GPU: its NVLink ports (in-switch reduction)
 

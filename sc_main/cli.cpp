@@ -92,7 +92,7 @@ po::options_description run_options(RunSettings& s) {
        "packet (every chunk through every port and switch) or flow (one max-min fair flow per transfer; large systems); docs/fidelity.md")
       ("chunk-kib", po::value(&s.chunk_kib)->default_value(128), "fabric chunk size, KiB")
       ("collective-algorithm", po::value(&s.collective_algorithm)->default_value("auto"),
-       "ring, tree, direct, halving-doubling, hierarchical, nvls or auto (the tuner); used where it applies, an op's own algorithm wins")
+       "ring, tree, direct, halving-doubling, hierarchical, nvls, collnet or auto (the tuner); used where it applies, an op's own algorithm wins")
       ("collective-protocol", po::value(&s.collective_protocol)->default_value("auto"), "simple, ll, ll128 or auto")
       ("gpus-per-node", po::value(&s.gpus_per_node), "GPUs per node for hierarchical and tree collectives (default: all)");
   po::options_description all("tessera run [options]");

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
+#include <numeric>
 #include <sstream>
 
 #include <boost/program_options.hpp>
@@ -55,6 +56,15 @@ workloads::CollectiveKind parse_op(const std::string& name) {
   return kind;
 }
 
+// The communicator of every GPU, as the collective engines see it.
+models::CommunicatorShape world_shape(const platforms::PlatformConfig& platform,
+                                      const models::CollectiveEngineConfig& engine) {
+  std::vector<int> ranks(static_cast<size_t>(platform.gpu_count()));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  const int g = engine.gpus_per_node > 0 ? engine.gpus_per_node : platform.node.gpus;
+  return models::communicator_shape(ranks, g, engine.dimensions, platform.node.gpus);
+}
+
 }  // namespace
 
 std::vector<uint64_t> sweep_sizes(uint64_t min_bytes, uint64_t max_bytes, double factor) {
@@ -66,7 +76,8 @@ std::vector<uint64_t> sweep_sizes(uint64_t min_bytes, uint64_t max_bytes, double
   return sizes;
 }
 
-std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const SweepSettings& s) {
+std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const SweepSettings& s,
+                                SimulationResult* simulation) {
   const workloads::CollectiveKind kind = parse_op(s.op);
   const std::vector<uint64_t> sizes = sweep_sizes(s.min_bytes, s.max_bytes, s.step_factor);
   const int n = platform.gpu_count();
@@ -98,15 +109,12 @@ std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const
   options.trace_bucket_us = 1e9;        // no link counters worth speaking of
   const SimulationResult result = simulate(platform, job, options);
   if (result.deadlocked) throw std::runtime_error(describe_deadlock(result));
+  if (simulation != nullptr) *simulation = result;
 
   // The tuner's choice for each size, as the engine makes it.
   const models::CollectiveEngineConfig& engine = options.collectives;
   const models::Tuner tuner(engine.tuner, platforms::fabric_facts(platform));
-  models::CommunicatorShape shape;
-  shape.ranks = n;
-  const int g = engine.gpus_per_node > 0 ? engine.gpus_per_node : platform.node.gpus;
-  shape.nodes = (n + g - 1) / g;
-  shape.dimensions = engine.dimensions.empty() ? std::vector<int>{g, shape.nodes} : engine.dimensions;
+  const models::CommunicatorShape shape = world_shape(platform, engine);
 
   const double factor = calibration::bus_bandwidth_factor(workloads::to_string(kind), n);
   std::vector<SweepRow> rows;
@@ -149,7 +157,7 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
       ("max-bytes,e", po::value(&max_text)->default_value("128M"), "largest size")
       ("step-factor,f", po::value(&factor)->default_value(2.0), "size multiplier between rows")
       ("gpus-per-node", po::value(&gpus_per_node), "GPUs per node as the collectives see it (default: the platform's node)")
-      ("algorithm", po::value(&algorithm)->default_value("auto"), "ring, tree, direct, halving-doubling, hierarchical, nvls, auto")
+      ("algorithm", po::value(&algorithm)->default_value("auto"), "ring, tree, direct, halving-doubling, hierarchical, nvls, collnet (InfiniBand SHARP), auto")
       ("protocol", po::value(&protocol)->default_value("auto"), "simple, ll, ll128, auto")
       ("channels", po::value(&channels), "channels (default: the tuner's)")
       ("chunk-kib", po::value(&chunk_kib)->default_value(128), "largest fabric chunk, KiB")
@@ -191,13 +199,8 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
   {
     const models::CollectiveEngineConfig& engine = s.options.collectives;
     models::Tuner tuner(engine.tuner, platforms::fabric_facts(platform));
-    models::CommunicatorShape shape;
-    shape.ranks = gpu_count;
-    const int g = engine.gpus_per_node > 0 ? engine.gpus_per_node : platform.node.gpus;
-    shape.nodes = gpu_count / g;
-    shape.dimensions = {g, shape.nodes};
     const std::string why = tuner.unsupported(models::collective_op(parse_op(op)), engine.algorithm,
-                                              engine.protocol, shape);
+                                              engine.protocol, world_shape(platform, engine));
     if (!why.empty()) throw InputError(why);
   }
   const double busbw_factor = calibration::bus_bandwidth_factor(workloads::to_string(parse_op(op)), gpu_count);

@@ -36,7 +36,9 @@ struct SweepRow {
 std::vector<uint64_t> sweep_sizes(uint64_t min_bytes, uint64_t max_bytes, double factor);
 // Runs the sweep as one simulation (the calls back to back on one stream, as nccl-tests runs
 // them); a call's time is the longest any rank spends in it. Once per process (SystemC).
-std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const SweepSettings& s);
+// `simulation`, when given, receives the whole run's result (wall time, transactions, links).
+std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const SweepSettings& s,
+                                SimulationResult* simulation = nullptr);
 
 int command_collective(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 

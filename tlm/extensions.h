@@ -53,7 +53,9 @@ enum class CollectiveAlgorithm : uint8_t {
   Direct,           // one-shot exchange with every peer
   HalvingDoubling,  // recursive halving reduce-scatter + recursive doubling all-gather
   Hierarchical,     // per dimension: reduce-scatter inner, all-reduce outer, all-gather inner
-  Nvls              // in-switch reduction and multicast (NVLink SHARP)
+  Nvls,             // in-switch reduction and multicast (NVLink SHARP)
+  CollNet           // reduce in the node, all-reduce in the network switches (InfiniBand
+                    // SHARP), gather in the node
 };
 
 // NCCL's wire protocols: per-step latency and the share of the wire that carries data.
@@ -82,7 +84,20 @@ struct CollectiveEvent : tlm::tlm_extension<CollectiveEvent> {
 // What a chunk on the fabric belongs to. SwitchReduce and SwitchMulticast chunks are for a
 // switch with in-switch reduction: it adds up the contributions of every member and sends the
 // sum to `destination` (reduce), or copies the chunk to every member (multicast).
-enum class TransferPurpose : uint8_t { Collective, PointToPoint, SwitchReduce, SwitchMulticast };
+// NetworkReduce chunks climb an in-network aggregation tree (`tree`, InfiniBand SHARP): each
+// switch of the tree adds up what its children sent and passes one partial sum up; the root
+// sends the sum down the tree as NetworkMulticast chunks, copied at every switch, and the
+// switches deliver one copy to every member.
+enum class TransferPurpose : uint8_t {
+  Collective,
+  PointToPoint,
+  SwitchReduce,
+  SwitchMulticast,
+  NetworkReduce,
+  NetworkMulticast
+};
+
+struct AggregationTree;  // tlm/aggregation_tree.h
 
 struct FabricTransfer : tlm::tlm_extension<FabricTransfer> {
   uint32_t source = 0;                // source GPU rank
@@ -107,6 +122,7 @@ struct FabricTransfer : tlm::tlm_extension<FabricTransfer> {
   float wire_factor = 1.0f;           // wire bytes per payload byte of the protocol (LL: 2)
   const int* members = nullptr;       // SwitchReduce/SwitchMulticast: the member ranks
   uint32_t member_count = 0;
+  const AggregationTree* tree = nullptr;  // NetworkReduce/NetworkMulticast: the tree it climbs
 
   tlm::tlm_extension_base* clone() const override { return new FabricTransfer(*this); }
   void copy_from(const tlm::tlm_extension_base& other) override {

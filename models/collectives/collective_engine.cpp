@@ -12,10 +12,13 @@ using sc_core::sc_time;
 namespace {
 DECLARE_EXTENDED_PHASE(LAUNCH);
 constexpr uint64_t key(uint64_t high, uint64_t low) { return (high << 32) | (low & 0xffffffffu); }
+// The tuner predicts with the engine's chunk size.
+TunerConfig tuner_config(const CollectiveEngineConfig& c) {
+  TunerConfig t = c.tuner;
+  t.chunk_bytes = c.chunk_bytes;
+  return t;
+}
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
-// Chunks per transfer at most: larger calls get larger chunks, so a call costs a bounded number
-// of events; the pipeline's fill and drain stay below 1/256 of a step.
-constexpr uint64_t kMaxChunksPerTransfer = 256;
 // Steady state (flow fidelity): chunks per transfer of a schedule that keeps its phases (tree),
 // enough to pipeline it through the tree's depth.
 constexpr uint64_t kFlowChunksPerTransfer = 16;
@@ -28,7 +31,7 @@ CollectiveEngine::CollectiveEngine(sc_core::sc_module_name name, int rank,
                                    FabricInjector& fabric, const CollectiveEngineConfig& config,
                                    SmObserver* sms)
     : sc_module(name), socket("socket"), rank_(rank), job_(job), pool_(pool), fabric_(fabric),
-      config_(config), tuner_(config.tuner, config.fabric), sm_observer_(sms),
+      config_(config), tuner_(tuner_config(config), config.fabric), sm_observer_(sms),
       joined_(job.communicators.size(), 0), position_(job.communicators.size(), -1),
       finished_event_("finished"), peq_("latency", this, &CollectiveEngine::delayed) {
   socket.register_nb_transport_fw(this, &CollectiveEngine::nb_transport_fw);
@@ -42,25 +45,8 @@ CollectiveEngine::CollectiveEngine(sc_core::sc_module_name name, int rank,
 }
 
 CommunicatorShape CollectiveEngine::shape(int communicator) const {
-  const auto& ranks = job_.communicators[communicator].ranks;
-  CommunicatorShape s;
-  s.ranks = static_cast<int>(ranks.size());
-  const int g = config_.gpus_per_node;
-  std::vector<int> nodes, sizes;
-  for (int r : ranks) {
-    const int node = g > 0 ? r / g : 0;
-    auto it = std::find(nodes.begin(), nodes.end(), node);
-    if (it == nodes.end()) nodes.push_back(node), sizes.push_back(1);
-    else ++sizes[it - nodes.begin()];
-  }
-  s.nodes = std::max<int>(1, static_cast<int>(nodes.size()));
-  if (!config_.dimensions.empty()) {
-    s.dimensions = config_.dimensions;
-  } else if (!sizes.empty() &&
-             std::all_of(sizes.begin(), sizes.end(), [&](int z) { return z == sizes[0]; })) {
-    s.dimensions = {sizes[0], s.nodes};
-  }
-  return s;
+  return communicator_shape(job_.communicators[communicator].ranks, config_.gpus_per_node,
+                            config_.dimensions, config_.fabric.gpus_per_node);
 }
 
 Choice CollectiveEngine::choice(const protocol::CollectiveEvent& e) const {
@@ -97,8 +83,7 @@ CollectiveEngine::Transfer CollectiveEngine::transfer(int peer, uint64_t bytes, 
   t.peer = peer;
   t.bytes = bytes;
   if (bytes == 0) return t;
-  uint64_t chunk = std::min<uint64_t>(config_.chunk_bytes, ceil_div(bytes, uint64_t(channels)));
-  chunk = std::max<uint64_t>({chunk, 1, ceil_div(bytes, kMaxChunksPerTransfer)});
+  uint64_t chunk = chunk_size(bytes, config_.chunk_bytes, channels);
   if (config_.steady_state) chunk = std::max(chunk, ceil_div(bytes, kFlowChunksPerTransfer));
   t.chunk_bytes = static_cast<uint32_t>(std::min<uint64_t>(chunk, kMaxChunkBytes));
   t.chunks = static_cast<uint32_t>(ceil_div(bytes, t.chunk_bytes));
@@ -117,8 +102,11 @@ void CollectiveEngine::plan(Instance& inst, const protocol::CollectiveEvent& e) 
   const ProtocolCost cost = tuner_.cost(algorithm, inst.choice.protocol);
   inst.wire_factor = static_cast<float>(tuner_.wire_factor(algorithm, inst.choice.protocol));
   if (config_.protocol_latencies) {
+    // What the fabric does not already take of the step's latency.
     const double step = std::max(0.0, cost.step_us * 1e-6 - config_.fabric.hop_latency_s);
+    const double network = std::max(0.0, cost.network_step_us * 1e-6 - config_.fabric.network_latency_s);
     inst.step_delay = sc_time(step, sc_core::SC_SEC);
+    inst.network_step_delay = sc_time(network, sc_core::SC_SEC);
   }
   if (n == 1) return;  // nothing to exchange
   const uint64_t bytes = std::max<uint64_t>(e.bytes, e.kind == CollectiveOp::Barrier ? n : 1);
@@ -298,6 +286,8 @@ void CollectiveEngine::plan(Instance& inst, const protocol::CollectiveEvent& e) 
         // Every shard to the switch; the sum of the own shard comes back.
         Phase& ph = add(-1);
         ph.purpose = TransferPurpose::SwitchReduce;
+        ph.members = ranks.data();
+        ph.member_count = static_cast<uint32_t>(n);
         for (int k = 0; k < n; ++k) ph.sends.push_back(transfer(rank_at(p + k), shard, C));
         ph.receives.push_back(transfer(-1, shard, C));
       }
@@ -305,14 +295,59 @@ void CollectiveEngine::plan(Instance& inst, const protocol::CollectiveEvent& e) 
         // The own shard (its sum) through the switch to every member.
         Phase& ph = add(phases.empty() ? -1 : last());
         ph.purpose = TransferPurpose::SwitchMulticast;
+        ph.members = ranks.data();
+        ph.member_count = static_cast<uint32_t>(n);
         ph.sends.push_back(transfer(rank_, shard, C));
         for (int k = 0; k < n; ++k) ph.receives.push_back(transfer(rank_at(p - k), shard, C));
       }
       break;
     }
+    case CollectiveAlgorithm::CollNet: {
+      // NCCL's CollNet Direct: GPU q of every node owns shard q. Reduce-scatter in the node,
+      // the node sums of shard q through the aggregation tree of the GPUs q (each through its
+      // own NIC: the network switches add them up and send the sum back to each), all-gather in
+      // the node. Inside the node NVLS where the NVSwitches reduce, else direct.
+      const CollNetGroups& groups = collnet_groups(e.communicator);
+      const int g = static_cast<int>(groups.node.size());
+      const int local = static_cast<int>(std::find(groups.node.begin(), groups.node.end(), rank_) - groups.node.begin());
+      auto node_rank = [&](int k) { return groups.node[((local + k) % g + g) % g]; };
+      const uint64_t shard = ceil_div(bytes, g);
+      const bool nvls = config_.fabric.in_switch_reduction;
+      const float nvls_factor = static_cast<float>(tuner_.wire_factor(CollectiveAlgorithm::Nvls, inst.choice.protocol));
+      auto in_node = [&](bool gather) {
+        Phase& ph = add(phases.empty() ? -1 : last());
+        if (nvls) {
+          ph.purpose = gather ? TransferPurpose::SwitchMulticast : TransferPurpose::SwitchReduce;
+          ph.members = groups.node.data();
+          ph.member_count = static_cast<uint32_t>(g);
+          ph.wire_factor = nvls_factor;
+          if (gather) ph.sends.push_back(transfer(rank_, shard, C));
+          for (int k = 0; k < g; ++k) {
+            if (gather) ph.receives.push_back(transfer(node_rank(-k), shard, C));
+            else ph.sends.push_back(transfer(node_rank(k), shard, C));
+          }
+          if (!gather) ph.receives.push_back(transfer(-1, shard, C));
+          return;
+        }
+        for (int k = 1; k < g; ++k) {
+          ph.sends.push_back(transfer(node_rank(k), shard, C));
+          ph.receives.push_back(transfer(node_rank(-k), shard, C));
+        }
+      };
+      if (g > 1) in_node(false);
+      Phase& ph = add(phases.empty() ? -1 : last());
+      ph.purpose = TransferPurpose::NetworkReduce;
+      ph.tree = groups.tree;
+      ph.network = true;
+      ph.sends.push_back(transfer(rank_, shard, C));
+      ph.receives.push_back(transfer(-1, shard, C));
+      if (g > 1) in_node(true);
+      break;
+    }
   }
   if (config_.steady_state) steady_state(inst);
   for (Phase& ph : phases) {
+    if (ph.wire_factor == 0) ph.wire_factor = inst.wire_factor;
     for (const Transfer& t : ph.sends) {
       ph.send_chunks = std::max(ph.send_chunks, t.chunks);
       inst.sends_expected += t.chunks;
@@ -360,6 +395,27 @@ void CollectiveEngine::steady_state(Instance& inst) const {
       t.chunks = t.bytes == 0 ? 0 : static_cast<uint32_t>(ceil_div(t.bytes, t.chunk_bytes));
     }
   phases.assign(1, std::move(merged));
+}
+
+const CollectiveEngine::CollNetGroups& CollectiveEngine::collnet_groups(int communicator) {
+  auto found = collnet_.find(communicator);
+  if (found != collnet_.end()) return found->second;
+  if (config_.trees == nullptr)
+    throw std::runtime_error(std::string(name()) + ": collnet needs the platform's aggregation trees");
+  const auto& ranks = job_.communicators[communicator].ranks;
+  const int g = config_.gpus_per_node;
+  auto node_of = [&](int r) { return g > 0 ? r / g : 0; };
+  CollNetGroups& groups = collnet_[communicator];
+  for (int r : ranks)
+    if (node_of(r) == node_of(rank_)) groups.node.push_back(r);
+  const size_t local = std::find(groups.node.begin(), groups.node.end(), rank_) - groups.node.begin();
+  // The tree: the member at the same place in every node, nodes in communicator order.
+  std::vector<int> tree;
+  std::unordered_map<int, size_t> seen;  // members met so far, by node
+  for (int r : ranks)
+    if (seen[node_of(r)]++ == local) tree.push_back(r);
+  groups.tree = &config_.trees->tree(tree);
+  return groups;
 }
 
 void CollectiveEngine::start_collective(tlm::tlm_generic_payload& call) {
@@ -425,17 +481,16 @@ void CollectiveEngine::send_chunk(uint64_t flow, const Instance& inst, const Pha
   t.chunk = chunk;
   t.channel = static_cast<uint16_t>(chunk % std::max(1, inst.choice.channels));
   t.steps = static_cast<uint16_t>(std::min<uint32_t>(to.steps, 0xffff));
-  t.step_latency = inst.step_delay.value();
+  // (The step latency the receiver will charge: the network's when the peer is on another node.)
+  const int node_size = config_.fabric.gpus_per_node;
+  const bool network = phase.network || (node_size > 0 && to.peer >= 0 && to.peer / node_size != rank_ / node_size);
+  t.step_latency = (network ? inst.network_step_delay : inst.step_delay).value();
   t.step_chunk_bytes = to.step_chunk_bytes;
   t.purpose = phase.purpose;
-  t.wire_factor = inst.wire_factor;
-  t.members = nullptr;
-  t.member_count = 0;
-  if (phase.purpose != TransferPurpose::Collective) {
-    const auto& ranks = job_.communicators[inst.communicator].ranks;
-    t.members = ranks.data();
-    t.member_count = static_cast<uint32_t>(ranks.size());
-  }
+  t.wire_factor = phase.wire_factor;
+  t.members = phase.members;
+  t.member_count = phase.member_count;
+  t.tree = phase.tree;
   gp->set_data_length(static_cast<unsigned>(std::min<uint64_t>(t.bytes, 0xffffffffu)));
   bytes_injected_ += t.bytes;
   fabric_.inject(*gp, *this);
@@ -553,8 +608,14 @@ void CollectiveEngine::chunk_arrived(tlm::tlm_generic_payload& gp) {
     gp.release();
     return;
   }
-  if (inst.step_delay != sc_core::SC_ZERO_TIME) {
-    peq_.notify(gp, protocol::ARRIVED, inst.step_delay);  // the step's handshake latency
+  // A chunk from another of the platform's nodes (or the network's sum) paid the network's
+  // step latency.
+  const int node_size = config_.fabric.gpus_per_node;
+  const bool network = (t.step < inst.phases.size() && inst.phases[t.step].network) ||
+                       (node_size > 0 && int(t.source) / node_size != rank_ / node_size);
+  const sc_time& delay = network ? inst.network_step_delay : inst.step_delay;
+  if (delay != sc_core::SC_ZERO_TIME) {
+    peq_.notify(gp, protocol::ARRIVED, delay);  // the step's handshake latency
     return;
   }
   const uint64_t flow = t.flow;

@@ -16,7 +16,10 @@
 //  - hierarchical: per dimension (innermost first) a ring reduce-scatter, then all-gathers in
 //    reverse: reduce-scatter in the node, all-reduce across nodes, all-gather in the node;
 //  - nvls: every rank sends each shard to the switch, which reduces and sends the sum to the
-//    shard's owner; the owner multicasts it through the switch to every member.
+//    shard's owner; the owner multicasts it through the switch to every member;
+//  - collnet: reduce-scatter inside the node (NVLS where the NVSwitches reduce, else direct),
+//    then each GPU's shard climbs an aggregation tree of network switches through the GPU's
+//    own NIC and the sum comes back down (InfiniBand SHARP), then all-gather inside the node.
 // The tuner (tuner.h) picks algorithm, protocol and channel count unless the call or the
 // engine configuration forces them. Protocols cost a launch latency per call, a step latency
 // per dependent step (less what the fabric itself takes) and their flag bytes on the wire.
@@ -36,6 +39,7 @@
 
 #include "models/collectives/tuner.h"
 #include "models/link/fabric_port.h"
+#include "tlm/aggregation_tree.h"
 #include "tlm/extensions.h"
 #include "tlm/payload_pool.h"
 #include "tlm/sockets.h"
@@ -57,6 +61,14 @@ class SmObserver {
   virtual void collective_sms_changed(int sms) = 0;
 };
 
+// The in-network reduction (SHARP) tree over some GPUs' network ports; the platform builds it
+// from its topology (platforms/aggregation.h) and keeps it while the simulation runs.
+class AggregationTrees {
+ public:
+  virtual ~AggregationTrees() = default;
+  virtual const protocol::AggregationTree& tree(const std::vector<int>& ranks) = 0;
+};
+
 struct CollectiveEngineConfig {
   uint64_t chunk_bytes = 128 * 1024;  // most bytes per fabric chunk
   uint32_t slots = 8;                 // chunks in flight per connection (NCCL_STEPS)
@@ -75,6 +87,7 @@ struct CollectiveEngineConfig {
   bool steady_state = false;
   TunerConfig tuner;
   FabricFacts fabric;                 // filled in by the platform builder
+  AggregationTrees* trees = nullptr;  // filled in by the platform builder (collnet)
 };
 
 class CollectiveEngine : public sc_core::sc_module, public PacketSource {
@@ -128,6 +141,11 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
     uint32_t next = 0;         // next chunk index to send
     uint32_t in_flight = 0;    // chunks injected that have not left the GPU yet
     protocol::TransferPurpose purpose = protocol::TransferPurpose::Collective;
+    const int* members = nullptr;  // in-switch reduction and multicast: the members
+    uint32_t member_count = 0;
+    const protocol::AggregationTree* tree = nullptr;  // in-network reduction
+    float wire_factor = 0;     // 0: the call's
+    bool network = false;      // its receives come through the network (network step latency)
   };
   struct Instance {
     tlm::tlm_generic_payload* call = nullptr;  // the command processor's transaction
@@ -136,13 +154,19 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
     uint32_t sequence = 0;
     Choice choice;
     float wire_factor = 1.0f;
-    sc_core::sc_time step_delay;
+    sc_core::sc_time step_delay, network_step_delay;
     std::vector<Phase> phases;
     bool launched = false;
     uint64_t sends_expected = 0, sends_done = 0;
     uint64_t recvs_expected = 0, recvs_done = 0;
     bool finishing = false;
     std::vector<uint64_t> early;  // (step << 32 | chunk) that arrived before this rank joined
+  };
+  // A communicator's groups for collnet: this rank's node and its SHARP tree (the members at
+  // the same place in every node). Kept for the engine's life: chunks in flight point at them.
+  struct CollNetGroups {
+    std::vector<int> node;
+    const protocol::AggregationTree* tree = nullptr;
   };
   struct PointToPoint {
     uint64_t available = 0;       // bytes arrived and not yet claimed by a receive
@@ -157,6 +181,7 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   void start_receive(tlm::tlm_generic_payload& call);
   void plan(Instance& inst, const protocol::CollectiveEvent& e);
   void steady_state(Instance& inst) const;
+  const CollNetGroups& collnet_groups(int communicator);
   Transfer transfer(int peer, uint64_t bytes, int channels) const;
   void pump(uint64_t flow, Instance& inst, size_t phase);
   void send_chunk(uint64_t flow, const Instance& inst, const Phase& phase, uint32_t step,
@@ -179,6 +204,7 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   std::vector<uint32_t> joined_;
   std::vector<int> position_;  // this rank's position in each communicator, -1 if absent
   std::vector<CommunicatorShape> shapes_;
+  std::unordered_map<int, CollNetGroups> collnet_;         // by communicator, on first use
   std::unordered_map<uint64_t, Instance> instances_;        // by flow (communicator, call)
   std::unordered_map<uint64_t, Instance> sends_;            // by (peer, tag)
   std::unordered_map<uint64_t, PointToPoint> receives_;     // by (source, tag)

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace tessera::models {
 
@@ -12,7 +13,7 @@ namespace {
 constexpr CollectiveAlgorithm kAlgorithms[] = {
     CollectiveAlgorithm::Ring, CollectiveAlgorithm::Tree, CollectiveAlgorithm::Direct,
     CollectiveAlgorithm::HalvingDoubling, CollectiveAlgorithm::Hierarchical,
-    CollectiveAlgorithm::Nvls};
+    CollectiveAlgorithm::Nvls, CollectiveAlgorithm::CollNet};
 constexpr CollectiveProtocol kProtocols[] = {CollectiveProtocol::Simple, CollectiveProtocol::LL,
                                              CollectiveProtocol::LL128};
 bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
@@ -27,6 +28,12 @@ bool reduces(CollectiveOp op) {
 bool ring_family(CollectiveOp op) {
   return reduces(op) || op == CollectiveOp::ReduceScatter || op == CollectiveOp::AllGather;
 }
+// Members per node as the algorithms group them.
+int members_per_node(const CommunicatorShape& s) {
+  return s.gpus_per_node > 0 ? s.gpus_per_node : std::max(1, (s.ranks + s.nodes - 1) / s.nodes);
+}
+// Most edges (parent and children) of one node of NCCL's binary tree over `nodes`.
+int tree_degree(int nodes) { return nodes <= 1 ? 0 : nodes == 2 ? 1 : nodes == 3 ? 2 : 3; }
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -42,6 +49,7 @@ const char* algorithm_name(CollectiveAlgorithm a) {
     case CollectiveAlgorithm::HalvingDoubling: return "halving-doubling";
     case CollectiveAlgorithm::Hierarchical: return "hierarchical";
     case CollectiveAlgorithm::Nvls: return "nvls";
+    case CollectiveAlgorithm::CollNet: return "collnet";
   }
   return "?";
 }
@@ -77,6 +85,8 @@ bool parse_algorithm(const std::string& name, CollectiveAlgorithm& out) {
   if (n == "auto" || n == "automatic" || n.empty()) return out = CollectiveAlgorithm::Automatic, true;
   if (n == "hd" || n == "halving_doubling" || n == "rabenseifner") return out = CollectiveAlgorithm::HalvingDoubling, true;
   if (n == "nvlink-sharp" || n == "in-switch") return out = CollectiveAlgorithm::Nvls, true;
+  if (n == "sharp" || n == "ib-sharp" || n == "collnet-direct" || n == "in-network")
+    return out = CollectiveAlgorithm::CollNet, true;
   for (CollectiveAlgorithm a : kAlgorithms)
     if (n == algorithm_name(a)) return out = a, true;
   return false;
@@ -110,6 +120,36 @@ CollectiveOp collective_op(workloads::CollectiveKind kind) {
     case workloads::CollectiveKind::Barrier: return CollectiveOp::Barrier;
   }
   return CollectiveOp::AllReduce;
+}
+
+CommunicatorShape communicator_shape(const std::vector<int>& ranks, int gpus_per_node,
+                                     const std::vector<int>& dimensions, int platform_gpus_per_node) {
+  CommunicatorShape s;
+  s.ranks = static_cast<int>(ranks.size());
+  std::unordered_map<int, int> members;  // by node
+  for (int r : ranks) ++members[gpus_per_node > 0 ? r / gpus_per_node : 0];
+  if (platform_gpus_per_node <= 0 || platform_gpus_per_node == gpus_per_node) {
+    s.network_nodes = static_cast<int>(members.size());
+  } else {
+    std::unordered_map<int, int> nodes;
+    for (int r : ranks) ++nodes[r / platform_gpus_per_node];
+    s.network_nodes = static_cast<int>(nodes.size());
+  }
+  s.network_nodes = std::max(1, s.network_nodes);
+  s.nodes = std::max<int>(1, static_cast<int>(members.size()));
+  const int first = members.empty() ? 0 : members.begin()->second;
+  const bool uniform = std::all_of(members.begin(), members.end(),
+                                   [&](const std::pair<const int, int>& m) { return m.second == first; });
+  if (uniform) s.gpus_per_node = first;
+  if (!dimensions.empty()) s.dimensions = dimensions;
+  else if (uniform && first > 0) s.dimensions = {first, s.nodes};
+  return s;
+}
+
+uint64_t chunk_size(uint64_t bytes, uint64_t chunk_bytes, int channels) {
+  const uint64_t c = std::max<uint64_t>(1, uint64_t(std::max(1, channels)));
+  const uint64_t spread = std::min<uint64_t>(chunk_bytes, (bytes + c - 1) / c);
+  return std::max<uint64_t>({spread, 1, (bytes + kMaxChunksPerTransfer - 1) / kMaxChunksPerTransfer});
 }
 
 void binary_tree(int n, int r, int& parent, int& child0, int& child1) {
@@ -166,41 +206,166 @@ int Tuner::steps(CollectiveOp op, CollectiveAlgorithm a, const CommunicatorShape
       return twice * sum;
     }
     case CollectiveAlgorithm::Nvls: return twice;
+    case CollectiveAlgorithm::CollNet: return (s.gpus_per_node > 1 ? 2 : 0) + 1;
   }
   return 0;
 }
 
-double Tuner::wire_bytes(CollectiveOp op, CollectiveAlgorithm a, uint64_t bytes,
-                         const CommunicatorShape& s) {
-  const double n = s.ranks, S = double(bytes);
-  if (n <= 1) return 0;
-  const double shard = (n - 1) / n * S;
+int Tuner::network_steps(CollectiveOp op, CollectiveAlgorithm a, const CommunicatorShape& s) {
+  if (s.ranks <= 1) return 0;
+  if (a == CollectiveAlgorithm::CollNet) return 1;  // the round trip through the aggregation tree
+  if (s.nodes <= 1) return 0;
+  const int twice = reduces(op) ? 2 : 1;
+  const int g = members_per_node(s);
   switch (a) {
     case CollectiveAlgorithm::Automatic:
-    case CollectiveAlgorithm::Ring:
-    case CollectiveAlgorithm::HalvingDoubling:
-      if (reduces(op)) return 2 * shard;
-      return op == CollectiveOp::Broadcast || op == CollectiveOp::Reduce ? S : shard;
-    case CollectiveAlgorithm::Tree:
-      // Each tree carries half; a chain member sends its half up and down in both trees; a
-      // node head in the tree across nodes sends to up to two more children.
-      if (reduces(op)) return s.nodes > 1 ? 3 * S : 2 * S;
-      return s.nodes > 1 ? 3 * S : S;
-    case CollectiveAlgorithm::Direct:
-      if (reduces(op)) return 2 * shard;
-      return op == CollectiveOp::Broadcast || op == CollectiveOp::Reduce ? (n - 1) * S : shard;
+    case CollectiveAlgorithm::Ring: {
+      if (!ring_family(op)) return s.nodes - 1;  // the chain enters each next node once
+      // The data moves one rank per step and into the next node every g ranks (NCCL counts
+      // 2 nodes network steps for an all-reduce).
+      const int k = steps(op, a, s);
+      return std::min(k, (k + g - 1) / g);
+    }
+    case CollectiveAlgorithm::Tree: return twice * binary_tree_depth(s.nodes);
+    case CollectiveAlgorithm::Direct: return steps(op, a, s);
+    case CollectiveAlgorithm::HalvingDoubling: {
+      int remote = 0;
+      for (int k = 0; (1 << (k + 1)) <= s.ranks; ++k) remote += (s.ranks >> (k + 1)) >= g;
+      return twice * remote;
+    }
     case CollectiveAlgorithm::Hierarchical: {
-      double total = 0, data = S;
+      int sum = 0, stride = 1;
       for (int d : s.dimensions) {
-        total += double(d - 1) / d * data;
-        data /= d;
+        if (stride >= g) sum += d - 1;
+        stride *= d;
       }
-      return reduces(op) ? 2 * total : total;
+      return twice * sum;
+    }
+    case CollectiveAlgorithm::Nvls:
+    case CollectiveAlgorithm::CollNet: return 0;
+  }
+  return 0;
+}
+
+CollectiveLoad Tuner::load(CollectiveOp op, CollectiveAlgorithm a, uint64_t bytes,
+                           const CommunicatorShape& s) const {
+  CollectiveLoad l;
+  const double n = s.ranks, S = double(bytes);
+  if (s.ranks <= 1) return l;
+  const double g = members_per_node(s), N = s.nodes;
+  const double twice = reduces(op) ? 2 : 1;
+  const bool rooted = op == CollectiveOp::Broadcast || op == CollectiveOp::Reduce;
+  const bool a2a = op == CollectiveOp::AllToAll || op == CollectiveOp::AllToAllV;
+  // Traffic between the communicator's nodes leaves NVLink for the network only where they are
+  // the platform's nodes (else they are groups of one NVLink domain).
+  const bool across = s.network_nodes > 1 && s.nodes > 1;
+  // Bytes a GPU sends inside its node and into the network; a node sends g GPUs' worth.
+  auto split = [&](double local, double remote) {
+    if (!across) local += remote, remote = 0;
+    l.nvlink = local;
+    l.gpu_network = remote;
+    l.node_network = g * remote;
+  };
+  switch (a) {
+    case CollectiveAlgorithm::Automatic:
+    case CollectiveAlgorithm::Ring: {
+      // Each GPU sends the same; the node's last GPU sends all of it to the next node.
+      const double sent = reduces(op) ? 2 * (n - 1) / n * S : rooted ? S : (n - 1) / n * S;
+      l.nvlink = sent;
+      if (across) l.gpu_network = l.node_network = sent;
+      break;
+    }
+    case CollectiveAlgorithm::HalvingDoubling: {
+      // Level k exchanges S / 2^(k+1) with the partner n / 2^(k+1) ranks away, in another node
+      // once that is at least a node's worth of ranks.
+      double local = 0, remote = 0;
+      for (int k = 0; (1 << (k + 1)) <= s.ranks; ++k)
+        ((s.ranks >> (k + 1)) >= g && N > 1 ? remote : local) += S / double(1 << (k + 1));
+      split(twice * local, twice * remote);
+      break;
+    }
+    case CollectiveAlgorithm::Direct:
+      // One shard (S/n) to every peer, g - 1 of them in the node; rooted: the root sends (or
+      // receives) all of S to (from) each.
+      if (rooted) {
+        split((g - 1) * S, (n - g) * S);
+        if (op == CollectiveOp::Broadcast) l.node_network = l.gpu_network;
+      } else {
+        split((a2a ? 1 : twice) * (g - 1) / n * S, (a2a ? 1 : twice) * (n - g) / n * S);
+      }
+      break;
+    case CollectiveAlgorithm::Tree: {
+      if (!across) {
+        // Each tree carries half; a chain member sends its half up and down in both trees; a
+        // node head in the tree across nodes sends to up to two more children.
+        if (reduces(op)) l.nvlink = s.nodes > 1 ? 3 * S : 2 * S;
+        else l.nvlink = s.nodes > 1 ? 3 * S : S;
+        break;
+      }
+      // The chain in the node: half up and down in both trees. Across nodes a node head sends
+      // its half to its parent and children: up to three edges in one tree, and (the trees
+      // being complementary) one in the other, which has another head unless g = 1.
+      const double degree = tree_degree(s.nodes);
+      if (reduces(op)) {
+        l.nvlink = 2 * S;
+        l.node_network = s.nodes == 2 ? S : (degree + 1) * S / 2;
+        l.gpu_network = g > 1 ? degree * S / 2 : l.node_network;
+      } else {
+        l.nvlink = S;
+        l.gpu_network = l.node_network = op == CollectiveOp::Broadcast ? std::min(2.0, N - 1) * S : S;
+      }
+      break;
+    }
+    case CollectiveAlgorithm::Hierarchical: {
+      // A ring per dimension on the data left; the dimensions from a node's worth of ranks on
+      // cross the network.
+      double local = 0, remote = 0, data = S;
+      int stride = 1;
+      for (int d : s.dimensions) {
+        (stride >= int(g) && N > 1 ? remote : local) += double(d - 1) / d * data;
+        data /= d;
+        stride *= d;
+      }
+      split(twice * local, twice * remote);
+      break;
     }
     case CollectiveAlgorithm::Nvls:
       // All-reduce: every shard goes up once (S) and its owner's sum comes back (S/n), the
       // owner multicasts its shard (S/n up) and every shard comes down (S).
-      return reduces(op) ? (1 + 1 / n) * S : S;
+      l.nvlink = reduces(op) ? (1 + 1 / n) * S : S;
+      break;
+    case CollectiveAlgorithm::CollNet:
+      // Inside the node: NVLS where the switches reduce ((1 + 1/g) S, at the switch's
+      // efficiency), else a direct reduce-scatter and all-gather (2 (g-1)/g S). Through the
+      // network: each GPU's shard once each way.
+      l.nvlink = fabric_.in_switch_reduction && g > 1
+                     ? (1 + 1 / g) * S * wire_factor(CollectiveAlgorithm::Nvls, CollectiveProtocol::Simple)
+                     : 2 * (g - 1) / g * S;
+      l.gpu_network = S / g;
+      l.node_network = S;
+      break;
+  }
+  return l;
+}
+
+double Tuner::network_transfer(CollectiveOp op, CollectiveAlgorithm a, uint64_t bytes,
+                               const CommunicatorShape& s) {
+  const double S = double(bytes), n = std::max(1, s.ranks);
+  const bool rooted = op == CollectiveOp::Broadcast || op == CollectiveOp::Reduce;
+  switch (a) {
+    case CollectiveAlgorithm::Automatic:
+    case CollectiveAlgorithm::Ring: return rooted ? S : S / n;
+    case CollectiveAlgorithm::Tree: return rooted ? S : S / 2;
+    case CollectiveAlgorithm::Direct: return rooted ? S : S / n;
+    case CollectiveAlgorithm::HalvingDoubling: return S / 2;  // the first (largest) level
+    case CollectiveAlgorithm::Hierarchical: {
+      // The ring across nodes works on what the dimensions inside the node left.
+      double data = S;
+      for (int d : s.dimensions) data /= d;
+      return data;
+    }
+    case CollectiveAlgorithm::Nvls: return 0;
+    case CollectiveAlgorithm::CollNet: return S / members_per_node(s);
   }
   return 0;
 }
@@ -242,6 +407,16 @@ std::string Tuner::unsupported(CollectiveOp op, CollectiveAlgorithm a, Collectiv
       if (p != CollectiveProtocol::Simple && p != CollectiveProtocol::Automatic)
         return what + ": NVLS runs the simple protocol only";
       break;
+    case CollectiveAlgorithm::CollNet:
+      if (!fabric_.in_network_reduction)
+        return what + ": the network switches have no in-network reduction (InfiniBand SHARP: "
+                      "network.in_network_reduction on a network of NICs)";
+      if (!reduces(op)) return what + ": collnet runs all-reduce only";
+      if (s.nodes < 2 || s.gpus_per_node <= 0)
+        return what + ": collnet needs members on two or more nodes, as many on each";
+      if (p != CollectiveProtocol::Simple && p != CollectiveProtocol::Automatic)
+        return what + ": collnet runs the simple protocol only";
+      break;
   }
   return "";
 }
@@ -249,6 +424,8 @@ std::string Tuner::unsupported(CollectiveOp op, CollectiveAlgorithm a, Collectiv
 ProtocolCost Tuner::cost(CollectiveAlgorithm a, CollectiveProtocol p) const {
   const int i = p == CollectiveProtocol::LL ? 1 : p == CollectiveProtocol::LL128 ? 2 : 0;
   if (a == CollectiveAlgorithm::Nvls) return config_.nvls;
+  // NVLS inside the node with SHARP across is NCCL's multi-node NVLS.
+  if (a == CollectiveAlgorithm::CollNet) return fabric_.in_switch_reduction ? config_.nvls : config_.collnet;
   if (a == CollectiveAlgorithm::Tree) return config_.tree[i];
   // Direct, halving-doubling and hierarchical steps are ring-like point-to-point steps.
   return config_.ring[i];
@@ -269,9 +446,21 @@ int Tuner::channels(uint64_t bytes) const {
 double Tuner::predict(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s,
                       CollectiveAlgorithm a, CollectiveProtocol p) const {
   const ProtocolCost c = cost(a, p);
-  const double bandwidth = fabric_.gpu_bandwidth > 0 ? fabric_.gpu_bandwidth : 1e12;
-  return (c.launch_us + steps(op, a, s) * c.step_us) * 1e-6 +
-         wire_bytes(op, a, bytes, s) * wire_factor(a, p) / bandwidth;
+  const int network = s.network_nodes > 1 || a == CollectiveAlgorithm::CollNet ? network_steps(op, a, s) : 0;
+  double latency = c.launch_us + (steps(op, a, s) - network) * c.step_us + network * c.network_step_us;
+  if (network > 0 && fabric_.gpu_network_bandwidth > 0) {
+    // A network step waits for its first chunk to cross every hop (store and forward).
+    const uint64_t transfer = static_cast<uint64_t>(network_transfer(op, a, bytes, s));
+    const double chunk = double(chunk_size(transfer, config_.chunk_bytes, channels(bytes)));
+    latency += network * fabric_.network_hops * chunk * wire_factor(a, p) / fabric_.gpu_network_bandwidth * 1e6;
+  }
+  // The phases pipeline: the busiest of NVLink, a GPU's way into the network and the node's
+  // NICs sets the pace.
+  const CollectiveLoad l = load(op, a, bytes, s);
+  double wire = l.nvlink / (fabric_.gpu_bandwidth > 0 ? fabric_.gpu_bandwidth : 1e12);
+  if (fabric_.gpu_network_bandwidth > 0) wire = std::max(wire, l.gpu_network / fabric_.gpu_network_bandwidth);
+  if (fabric_.node_network_bandwidth > 0) wire = std::max(wire, l.node_network / fabric_.node_network_bandwidth);
+  return latency * 1e-6 + wire * wire_factor(a, p);
 }
 
 Choice Tuner::choose(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s,
@@ -288,11 +477,12 @@ Choice Tuner::choose(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s
   } else if (a2a) {
     algorithms = {CollectiveAlgorithm::Direct};
   } else {
-    // NCCL's own choices: ring and tree everywhere, NVLS where the switches reduce, and the
-    // hierarchical form across nodes.
+    // NCCL's own choices: ring and tree everywhere, NVLS where the switches reduce, the
+    // hierarchical form across nodes, and CollNet where the network switches reduce.
     for (CollectiveAlgorithm a : {CollectiveAlgorithm::Ring, CollectiveAlgorithm::Tree,
-                                  CollectiveAlgorithm::Nvls, CollectiveAlgorithm::Hierarchical}) {
-      if (a == CollectiveAlgorithm::Hierarchical && s.nodes <= 1) continue;
+                                  CollectiveAlgorithm::Nvls, CollectiveAlgorithm::Hierarchical,
+                                  CollectiveAlgorithm::CollNet}) {
+      if ((a == CollectiveAlgorithm::Hierarchical || a == CollectiveAlgorithm::CollNet) && s.nodes <= 1) continue;
       if (unsupported(op, a, protocol, s).empty()) algorithms.push_back(a);
     }
   }
@@ -300,7 +490,8 @@ Choice Tuner::choose(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s
   for (CollectiveAlgorithm a : algorithms)
     for (CollectiveProtocol p : kProtocols) {
       if (protocol != CollectiveProtocol::Automatic && p != protocol) continue;
-      if (a == CollectiveAlgorithm::Nvls && p != CollectiveProtocol::Simple) continue;
+      if ((a == CollectiveAlgorithm::Nvls || a == CollectiveAlgorithm::CollNet) && p != CollectiveProtocol::Simple)
+        continue;
       const double t = predict(op, bytes, s, a, p);
       if (t < best_time) {
         best_time = t;

@@ -1,14 +1,20 @@
 // Algorithm and protocol selection for one collective call, in the manner of NCCL's tuner
 // (src/graph/tuning.cc): every (algorithm, protocol) pair the call can use gets a predicted time
 //
-//     t = launch(a, p) + steps(a, n) * step(a, p) + wire_bytes(a, S, n) * wire_factor(p) / B
+//     t = launch(a, p) + (steps - net) * step(a, p) + net * network_step(a, p)
+//         + wire_factor(a, p) * max(nvlink / B, gpu_network / B_gpu_net, node_network / B_node_net)
 //
-// and the smallest wins. launch and step are NCCL's measured latencies (baseLat and hwLat for
-// NVLink); steps is the number of dependent steps of the schedule; wire_bytes what the busiest
-// GPU port carries; wire_factor what the protocol adds to the wire (LL: 8-byte lines of 4 data
-// and 4 flag bytes, 2x; LL128: 120 data bytes per 128-byte line, 128/120x; Simple 1x; NVLS: the
-// switch's reduction runs at nvls_efficiency of the link); B the GPU's effective fabric
-// bandwidth (packet overhead included). docs/collectives.md gives each schedule and its cost.
+// and the smallest wins. launch, step and network_step are NCCL's measured latencies (baseLat,
+// and hwLat for NVLink and for the network); steps is the number of dependent steps of the
+// schedule, net how many of them cross the network; nvlink the bytes the busiest GPU sends on
+// its NVLink ports, gpu_network what the busiest GPU sends into the network (through its PCIe
+// port and its nearest NICs) and node_network what the busiest node sends through all its NICs
+// (the phases pipeline, so the busiest of the three sets the pace); wire_factor what the
+// protocol adds to the wire (LL: 8-byte lines of 4 data and 4 flag bytes, 2x; LL128: 120 data
+// bytes per 128-byte line, 128/120x; Simple 1x; NVLS: the switch's reduction runs at
+// nvls_efficiency of the link). The network terms count only when the communicator spans
+// several nodes of a platform with a network. docs/collectives.md gives each schedule and its
+// cost.
 //
 // The same function is the engine's choice on every rank (it depends only on the call, the
 // communicator shape and the platform), so all members run the same schedule.
@@ -30,7 +36,8 @@ using protocol::CollectiveProtocol;
 const char* algorithm_name(CollectiveAlgorithm a);
 const char* protocol_name(CollectiveProtocol p);
 const char* op_name(CollectiveOp op);
-// "ring", "tree", "direct", "halving-doubling", "hierarchical", "nvls", "auto"; false if unknown.
+// "ring", "tree", "direct", "halving-doubling", "hierarchical", "nvls", "collnet", "auto"; false
+// if unknown.
 bool parse_algorithm(const std::string& name, CollectiveAlgorithm& out);
 // "simple", "ll", "ll128", "auto" (case-insensitive); false if unknown.
 bool parse_protocol(const std::string& name, CollectiveProtocol& out);
@@ -42,18 +49,24 @@ CollectiveOp collective_op(workloads::CollectiveKind kind);
 
 // Latency of one protocol on one algorithm family, microseconds.
 struct ProtocolCost {
-  double launch_us = 0;  // once per call (NCCL baseLat)
-  double step_us = 0;    // per dependent step, end to end over NVLink (NCCL hwLat)
+  double launch_us = 0;        // once per call (NCCL baseLat)
+  double step_us = 0;          // per dependent step, end to end over NVLink (NCCL hwLat)
+  double network_step_us = 0;  // per dependent step through the network (NCCL hwLat NET)
 };
 
-// NCCL's protocol costs (tuning.cc, NCCL 2.18-2.21, NVLink rows), indexed [Simple, LL, LL128].
+// NCCL's protocol costs (tuning.cc, NCCL 2.18-2.21, NVLink and NET rows), indexed
+// [Simple, LL, LL128].
 struct TunerConfig {
-  ProtocolCost ring[3] = {{8.4, 3.4}, {6.6, 0.6}, {14.0, 1.9}};
-  ProtocolCost tree[3] = {{0.0, 28.0}, {6.8, 0.6}, {14.0, 1.25}};
+  ProtocolCost ring[3] = {{8.4, 3.4, 14.0}, {6.6, 0.6, 2.7}, {14.0, 1.9, 4.0}};
+  ProtocolCost tree[3] = {{0.0, 28.0, 28.0}, {6.8, 0.6, 5.0}, {14.0, 1.25, 8.5}};
   // NCCL models NVLS as one 23 us latency; our schedule has two dependent steps (reduce in the
-  // switch, multicast back), so half of it each.
-  ProtocolCost nvls = {0.0, 11.5};
+  // switch, multicast back), so half of it each. Across nodes NVLS runs with SHARP (18 us NET).
+  ProtocolCost nvls = {0.0, 11.5, 18.0};
+  // CollNet Direct (simple only): 3.7 us per step in the node, 31 us for the round trip through
+  // the SHARP tree.
+  ProtocolCost collnet = {0.0, 3.7, 31.0};
   double nvls_efficiency = 0.85;  // NCCL nvlsEfficiency for Hopper: switch reduction vs link rate
+  uint64_t chunk_bytes = 128 * 1024;  // the engine's largest chunk (CollectiveEngineConfig)
   int max_channels = 16;          // parallel rings/trees, one SM each
   uint64_t bytes_per_channel = 512 * 1024;  // fewer channels for smaller calls
 };
@@ -64,13 +77,45 @@ struct FabricFacts {
   double hop_latency_s = 0;     // GPU -> switch -> GPU, beyond serialization
   bool in_switch_reduction = false;
   int sm_count = 132;
+  // Across nodes (0: no network).
+  int gpus_per_node = 0;                // the platform's node (0: every GPU in one node)
+  double gpu_network_bandwidth = 0;     // payload bytes/s one GPU sends into the network
+  double node_network_bandwidth = 0;    // payload bytes/s one node sends (all its NICs)
+  double network_latency_s = 0;         // GPU -> NIC -> network switch -> NIC -> GPU, beyond serialization
+  int network_hops = 0;                 // links a chunk crosses from a GPU to one in another node,
+                                        // stored and forwarded at each
+  bool in_network_reduction = false;    // InfiniBand SHARP in the network switches
 };
 
 struct CommunicatorShape {
   int ranks = 1;
-  int nodes = 1;
+  int nodes = 1;                // as the algorithms group the members (rank / gpus_per_node)
+  int gpus_per_node = 0;        // members per node when every node has as many, else 0
   std::vector<int> dimensions;  // hierarchical dimensions, innermost first (product = ranks)
+  int network_nodes = 1;        // the platform's nodes the members are on: > 1, traffic between
+                                // nodes crosses the network
 };
+
+// What the busiest GPU port, GPU and node carry for one call, payload bytes.
+struct CollectiveLoad {
+  double nvlink = 0;        // on one GPU's NVLink (or intra-node) ports
+  double gpu_network = 0;   // from one GPU into the network
+  double node_network = 0;  // from one node into the network
+};
+
+// The shape of a communicator over global `ranks`, the node of a rank being
+// rank / gpus_per_node (0: one node); hierarchical `dimensions` as given, else {members per
+// node, nodes} when every node has as many members; network nodes by the platform's node size
+// (0: the same as gpus_per_node).
+CommunicatorShape communicator_shape(const std::vector<int>& ranks, int gpus_per_node,
+                                     const std::vector<int>& dimensions = {},
+                                     int platform_gpus_per_node = 0);
+
+// The chunk a transfer of `bytes` is cut into: at most `chunk_bytes`, spread over `channels`,
+// and at most kMaxChunksPerTransfer chunks (larger calls get larger chunks, so a call costs a
+// bounded number of events; the pipeline's fill and drain stay below 1/256 of a step).
+constexpr uint64_t kMaxChunksPerTransfer = 256;
+uint64_t chunk_size(uint64_t bytes, uint64_t chunk_bytes, int channels);
 
 struct Choice {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;
@@ -97,11 +142,18 @@ class Tuner {
                  CollectiveAlgorithm algorithm, CollectiveProtocol protocol) const;
 
   ProtocolCost cost(CollectiveAlgorithm algorithm, CollectiveProtocol protocol) const;
-  // Dependent steps of the schedule (each pays step_us once on the critical path).
+  // Dependent steps of the schedule (each pays step_us once on the critical path), and how
+  // many of them cross between the communicator's nodes (through the network, they pay
+  // network_step_us instead).
   static int steps(CollectiveOp op, CollectiveAlgorithm algorithm, const CommunicatorShape& shape);
-  // Payload bytes the busiest GPU port sends for a call of `bytes`.
-  static double wire_bytes(CollectiveOp op, CollectiveAlgorithm algorithm, uint64_t bytes,
-                           const CommunicatorShape& shape);
+  static int network_steps(CollectiveOp op, CollectiveAlgorithm algorithm, const CommunicatorShape& shape);
+  // Payload bytes the busiest GPU port, GPU and node send for a call of `bytes`.
+  CollectiveLoad load(CollectiveOp op, CollectiveAlgorithm algorithm, uint64_t bytes,
+                      const CommunicatorShape& shape) const;
+  // Bytes of one transfer of a step that crosses the network (each dependent such step waits
+  // for its first chunk to be stored and forwarded over every hop).
+  static double network_transfer(CollectiveOp op, CollectiveAlgorithm algorithm, uint64_t bytes,
+                                 const CommunicatorShape& shape);
   // Wire bytes per payload byte of a protocol (and of NVLS transfers).
   double wire_factor(CollectiveAlgorithm algorithm, CollectiveProtocol protocol) const;
   int channels(uint64_t bytes) const;

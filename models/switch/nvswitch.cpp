@@ -20,13 +20,12 @@ void NvSwitch::reduce(unsigned port, tlm::tlm_generic_payload& gp) {
   const uint64_t part = (uint64_t(t.destination) << 48) ^ (uint64_t(t.step) << 32) ^ t.chunk;
   // Every contribution is added into the reduction unit's sum and leaves the ingress buffer.
   ingress(port).packet_left(gp);
-  if (!reductions_.contribute(t.flow, part, t.member_count)) {
+  if (!unit_.contribute(t.flow, part, t.member_count)) {
     gp.release();
     return;
   }
-  ++reduced_;
   // The last contribution's payload carries the sum from the reduction unit to the owner.
-  send(port, route(gp), gp, copies_);
+  send(port, route(gp), gp, unit_);
 }
 
 void NvSwitch::multicast(unsigned port, tlm::tlm_generic_payload& gp) {
@@ -36,14 +35,11 @@ void NvSwitch::multicast(unsigned port, tlm::tlm_generic_payload& gp) {
   const unsigned length = gp.get_data_length();
   ingress(port).packet_left(gp);
   gp.release();
-  ++multicast_;
+  unit_.multicast_done();
   for (uint32_t m = 0; m < t.member_count; ++m) {
-    tlm::tlm_generic_payload* copy = config_.pool->acquire();
-    protocol::FabricTransfer& c = protocol::fabric_transfer(*copy);
-    c = t;
-    c.destination = static_cast<uint32_t>(t.members[m]);
-    copy->set_data_length(length);
-    send(port, route(*copy), *copy, copies_);
+    tlm::tlm_generic_payload& copy = unit_.copy(t, length);
+    protocol::fabric_transfer(copy).destination = static_cast<uint32_t>(t.members[m]);
+    send(port, route(copy), copy, unit_);
   }
 }
 

@@ -1,13 +1,13 @@
 // NVSwitch: the crossbar of an NVLink fabric (inside a node, or a second tier across nodes).
 //
 // With in-switch reduction (NVLink SHARP, NVSwitch gen3) the switch also takes SwitchReduce
-// chunks: it counts the members' contributions to each chunk (ReductionTable) and sends the
+// chunks: it counts the members' contributions to each chunk (ReductionUnit) and sends the
 // sum to the chunk's destination once the last one has arrived; and SwitchMulticast chunks,
 // which it copies to every member (payloads from the pool, nothing allocated per chunk).
 #pragma once
 
 #include "models/switch/crossbar.h"
-#include "models/switch/reduction_table.h"
+#include "models/switch/reduction_unit.h"
 #include "tlm/payload_pool.h"
 
 namespace tessera::models {
@@ -21,28 +21,19 @@ struct NvSwitchConfig {
 class NvSwitch : public Crossbar {
  public:
   NvSwitch(sc_core::sc_module_name name, const NvSwitchConfig& config)
-      : Crossbar(name, config.crossbar), config_(config) {}
+      : Crossbar(name, config.crossbar), config_(config), unit_(config.pool) {}
 
   void packet_arrived(unsigned port, tlm::tlm_generic_payload& gp) override;
 
   bool in_switch_reduction() const { return config_.in_switch_reduction; }
-  uint64_t chunks_reduced() const { return reduced_; }
-  uint64_t chunks_multicast() const { return multicast_; }
-  size_t reductions_pending() const { return reductions_.pending(); }
+  const ReductionUnit& reduction_unit() const { return unit_; }  // sums and copies made
 
  private:
-  // Reduced sums and multicast copies leave from the switch's reduction/multicast unit, not
-  // from an ingress buffer: their leaving frees nothing.
-  struct CopySource : PacketSource {
-    void packet_left(tlm::tlm_generic_payload&) override {}
-  };
   void reduce(unsigned port, tlm::tlm_generic_payload& gp);
   void multicast(unsigned port, tlm::tlm_generic_payload& gp);
 
   NvSwitchConfig config_;
-  ReductionTable reductions_;
-  CopySource copies_;
-  uint64_t reduced_ = 0, multicast_ = 0;
+  ReductionUnit unit_;
 };
 
 }  // namespace tessera::models

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,20 +13,27 @@
 
 #include <sys/resource.h>
 
-#include <chrono>
-#include <memory>
-
+#include "platforms/platform_file.h"
+#include "sc_main/collective_command.h"
+#include "sc_main/platform_options.h"
 #include "tests/support/child_process.h"
 #include "tests/support/flow_scenario.h"
 #include "tests/support/jobs.h"
-#include "platforms/platform_file.h"
 
 namespace {
 
-using tessera::testing::run_in_child;
+// Runs one scenario in a child process; a scenario that fails ends the benchmark.
+nlohmann::json scenario(const std::function<nlohmann::json()>& body) {
+  const nlohmann::json r = tessera::testing::run_in_child(body);
+  if (r.contains("error")) {
+    std::printf("error: %s\n", r["error"].get<std::string>().c_str());
+    std::exit(1);
+  }
+  return r;
+}
 
 void ring_allreduce(int gpus, uint64_t bytes, uint64_t chunk_bytes) {
-  const nlohmann::json r = run_in_child([&] {
+  const nlohmann::json r = scenario([&] {
     tessera::platforms::PlatformConfig p = tessera::platforms::load_platform("dgx-h100");
     p.node.gpus = gpus;
     tessera::app::SimulationOptions o;
@@ -36,16 +45,43 @@ void ring_allreduce(int gpus, uint64_t bytes, uint64_t chunk_bytes) {
                           {"simulated_s", result.iteration_time_s},
                           {"payloads", result.payloads_created}};
   });
-  if (r.contains("error")) {
-    std::printf("error: %s\n", r["error"].get<std::string>().c_str());
-    std::exit(1);
-  }
   const double wall = r["wall_s"], tx = r["transactions"];
   std::printf("ring all-reduce %4.1f GiB on %d GPUs, %6llu KiB chunks: wall %.3f s, %.0f transactions, "
               "%.2f M transactions/s, simulated %.3f ms, busbw %.1f GB/s\n",
               double(bytes) / (1u << 30), gpus, (unsigned long long)(chunk_bytes / 1024), wall, tx,
               tx / wall / 1e6, r["simulated_s"].get<double>() * 1e3,
               2.0 * (gpus - 1) / gpus * double(bytes) / r["simulated_s"].get<double>() / 1e9);
+}
+
+// One all-reduce of `bytes` with `algorithm` on `nodes` nodes of `platform`, built and run by
+// the same code as `tessera collective --platform P --nodes N --algorithm A -b S -e S`.
+void collective_allreduce(const std::string& platform, int nodes, const std::string& algorithm,
+                          uint64_t bytes) {
+  const nlohmann::json r = scenario([&] {
+    tessera::protocol::set_time_resolution();  // before the platform makes an sc_time
+    tessera::app::PlatformSettings settings;
+    settings.platform = platform;
+    settings.nodes = nodes;
+    tessera::app::SweepSettings sweep;
+    sweep.op = "allreduce";
+    sweep.min_bytes = sweep.max_bytes = bytes;
+    if (!tessera::models::parse_algorithm(algorithm, sweep.options.collectives.algorithm))
+      throw std::invalid_argument("unknown algorithm " + algorithm);
+    tessera::app::SimulationResult result;
+    const auto rows = tessera::app::run_sweep(tessera::app::build_platform(settings), sweep, &result);
+    return nlohmann::json{{"wall_s", result.wall_s},
+                          {"transactions", result.transactions},
+                          {"simulated_s", result.iteration_time_s},
+                          {"busbw_gbps", rows.at(0).busbw_gbps},
+                          {"choice", rows.at(0).algorithm + "/" + rows.at(0).protocol + "/" +
+                                         std::to_string(rows.at(0).channels)}};
+  });
+  const double wall = r["wall_s"], tx = r["transactions"];
+  std::printf("%s all-reduce %4.1f GiB on %d nodes of %s (%d GPUs), %s: wall %.3f s, %.0f transactions, "
+              "%.2f M transactions/s, simulated %.3f ms, busbw %.1f GB/s\n",
+              algorithm.c_str(), double(bytes) / (1u << 30), nodes, platform.c_str(), nodes * 8,
+              r["choice"].get<std::string>().c_str(), wall, tx, tx / wall / 1e6,
+              r["simulated_s"].get<double>() * 1e3, r["busbw_gbps"].get<double>());
 }
 
 long peak_rss_mib() {
@@ -57,7 +93,7 @@ long peak_rss_mib() {
 // Generating, routing and instantiating a dgx-h100 rail-optimized fat tree of `nodes` nodes
 // (every GPU runs one tiny kernel, so the command processors have a program).
 void build_cluster(int nodes) {
-  const nlohmann::json r = run_in_child([&] {
+  const nlohmann::json r = scenario([&] {
     tessera::platforms::PlatformConfig p = tessera::platforms::load_platform("dgx-h100");
     p.nodes = nodes;
     tessera::workloads::Job job;
@@ -78,10 +114,6 @@ void build_cluster(int nodes) {
     return nlohmann::json{{"route_s", route_s}, {"build_s", build_s}, {"rss_mib", peak_rss_mib()},
                           {"links", platform.links().size()}, {"switches", platform.switches().size()}};
   });
-  if (r.contains("error")) {
-    std::printf("error: %s\n", r["error"].get<std::string>().c_str());
-    std::exit(1);
-  }
   std::printf("dgx-h100 rail-optimized fat tree, %d nodes (%d GPUs): topology and routes %.2f s, "
               "with SystemC modules %.2f s (%zu switching modules, %zu one-way links), peak RSS %ld MiB\n",
               nodes, nodes * 8, r["route_s"].get<double>(), r["build_s"].get<double>(),
@@ -94,7 +126,7 @@ void build_cluster(int nodes) {
 // crosses four links (spine by a hash of its ends), within a leaf two. Transfer i starts at
 // i * `stagger_ns`, so flows start and end all along and most of them are active together.
 void flow_fabric(uint32_t flows, double stagger_ns) {
-  const nlohmann::json r = run_in_child([&] {
+  const nlohmann::json r = scenario([&] {
     tessera::protocol::set_time_resolution();
     const uint32_t endpoints = 64, leaves = 8, spines = 8, per_leaf = endpoints / leaves;
     const double bandwidth = 50e9;
@@ -143,10 +175,6 @@ void flow_fabric(uint32_t flows, double stagger_ns) {
                           {"hops", f.share().hops_visited()},
                           {"simulated_s", sc_core::sc_time_stamp().to_seconds()}};
   });
-  if (r.contains("error")) {
-    std::printf("error: %s\n", r["error"].get<std::string>().c_str());
-    std::exit(1);
-  }
   const double wall = r["wall_s"], events = r["events"], updates = r["updates"];
   std::printf("flow fabric, %u flows on a 2-tier leaf-spine (256 links), one every %.0f ns: wall %.3f s, "
               "%.0f flow events, %.0f flow events/s, %.0f rate updates (%.0f flow-hops each), "
@@ -159,7 +187,8 @@ void flow_fabric(uint32_t flows, double stagger_ns) {
 
 int sc_main(int, char*[]) { return 0; }
 
-// With an argument, only the scenarios whose group ("packet", "build" or "flow") it names.
+// With an argument, only the scenarios whose group ("packet", "hierarchical", "build" or "flow")
+// it names.
 int main(int argc, char* argv[]) {
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
   const std::string only = argc > 1 ? argv[1] : "";
@@ -167,6 +196,10 @@ int main(int argc, char* argv[]) {
     std::printf("tessera benchmark (packet mode, one core)\n");
     ring_allreduce(8, 1ull << 30, 128 * 1024);
     ring_allreduce(8, 1ull << 30, 16 * 1024);
+  }
+  if (only.empty() || only == "hierarchical") {
+    std::printf("tessera benchmark (packet mode, multi-node, one core)\n");
+    collective_allreduce("dgx-h100", 8, "hierarchical", 1ull << 30);
   }
   if (only.empty() || only == "build") build_cluster(2048);
   if (only.empty() || only == "flow") {

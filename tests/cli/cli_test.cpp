@@ -324,6 +324,13 @@ TEST(CliCollective, ForcedAlgorithmAndProtocolAreUsed) {
   const Result h = tessera("collective --platform dgx-h100 -b 64M -e 64M --algorithm hierarchical --gpus-per-node 4");
   ASSERT_EQ(h.status, 0) << h.err;
   EXPECT_NE(h.out.find("hierarchical/"), std::string::npos) << h.out;
+  const Result c = tessera("collective --platform dgx-a100 --nodes 2 --set network.in_network_reduction=true "
+                           "-b 64M -e 64M --algorithm collnet");
+  ASSERT_EQ(c.status, 0) << c.err;
+  EXPECT_NE(c.out.find("collnet/simple"), std::string::npos) << c.out;
+  const Result run = tessera("run --platform dgx-a100 --nodes 2 --set network.in_network_reduction=true "
+                             "--collective-algorithm sharp --layers 1");
+  EXPECT_EQ(run.status, 0) << run.err;
 }
 
 TEST(CliCollective, BadInputGetsOneLineAndStatus2) {
@@ -335,6 +342,9 @@ TEST(CliCollective, BadInputGetsOneLineAndStatus2) {
   expect_bad_input("collective --algorithm zigzag", "zigzag");
   expect_bad_input("collective --protocol ll64", "ll64");
   expect_bad_input("collective --platform dgx-a100 --algorithm nvls", "in-switch reduction");
+  expect_bad_input("collective --platform dgx-a100 --nodes 2 --algorithm collnet", "in-network reduction");
+  expect_bad_input("collective --platform dgx-a100 --set network.in_network_reduction=true --algorithm collnet",
+                   "two or more nodes");
   expect_bad_input("collective --algorithm halving-doubling --gpus 6 --set node.pcie.switches=2", "power-of-two");
   expect_bad_input("collective --gpus-per-node 3", "gpus-per-node");
   expect_bad_input("collective --compare /nonexistent/m.csv", "/nonexistent/m.csv");

@@ -1,0 +1,161 @@
+// The tuner across nodes: the network's bandwidth and latency come from the platform (NICs,
+// PCIe), and the choice among ring, tree, hierarchical and collnet follows the NIC bottleneck
+// and NCCL's network latencies as the node count and the size change. Pure cost model, no
+// simulation.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "models/collectives/tuner.h"
+#include "platforms/platform.h"
+#include "platforms/platform_file.h"
+
+namespace tessera {
+namespace {
+
+using models::CollectiveAlgorithm;
+using models::CollectiveProtocol;
+using protocol::CollectiveOp;
+
+constexpr uint64_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
+
+models::Tuner tuner_for(const std::string& platform, bool sharp) {
+  const platforms::PlatformConfig c =
+      platforms::load_platform(platform, {std::string("network.in_network_reduction=") + (sharp ? "true" : "false")});
+  return models::Tuner(models::TunerConfig{}, platforms::fabric_facts(c));
+}
+
+// Every GPU of `nodes` nodes of eight.
+models::CommunicatorShape world(int nodes) {
+  std::vector<int> ranks(size_t(nodes) * 8);
+  std::iota(ranks.begin(), ranks.end(), 0);
+  return models::communicator_shape(ranks, 8, {}, 8);
+}
+
+CollectiveAlgorithm choice(const models::Tuner& t, uint64_t bytes, int nodes) {
+  return t.choose(CollectiveOp::AllReduce, bytes, world(nodes)).algorithm;
+}
+
+TEST(FabricFacts, TheNetworkIsTheNicsBehindPcie) {
+  // DGX H100: a GPU reaches the network through its PCIe gen5 port (63 GB/s at 256/280) and
+  // the two 400 Gb/s NICs of its PCIe switch (50 GB/s at 4096/4162 each); a node through 8 NICs.
+  const auto h100 = platforms::fabric_facts(platforms::load_platform("dgx-h100"));
+  EXPECT_NEAR(h100.gpu_network_bandwidth, 63e9 * 256 / 280, 1e6);
+  EXPECT_NEAR(h100.node_network_bandwidth, 8 * 50e9 * 4096 / 4162, 1e6);
+  EXPECT_EQ(h100.gpus_per_node, 8);
+  EXPECT_GT(h100.network_latency_s, h100.hop_latency_s);
+  EXPECT_FALSE(h100.in_network_reduction);
+  // No network: nothing across nodes.
+  const auto alone = platforms::fabric_facts(platforms::load_platform("dgx-h100", {"network.topology=none"}));
+  EXPECT_EQ(alone.node_network_bandwidth, 0);
+  EXPECT_FALSE(platforms::fabric_facts(platforms::load_platform(
+                   "dgx-h100", {"network.topology=none", "network.in_network_reduction=true"}))
+                   .in_network_reduction);
+}
+
+// A network step waits for its first chunk to be stored and forwarded over every hop of the
+// path: GPU, PCIe switch, NIC, network switch, NIC, PCIe switch, GPU.
+double store_and_forward(const models::Tuner& t, int network_steps, double transfer, uint64_t bytes,
+                         double wire_factor) {
+  const double chunk = double(models::chunk_size(uint64_t(transfer), t.config().chunk_bytes, t.channels(bytes)));
+  return network_steps * 6 * chunk * wire_factor / t.fabric().gpu_network_bandwidth;
+}
+
+TEST(TunerAcrossNodes, NetworkStepsPayNcclsNetworkLatency) {
+  // Hierarchical/LL on 8 nodes of 8: 2 x (7 + 7) steps, 2 x 7 of them across nodes: 6.6 us
+  // launch + 14 x 0.6 us (NVLink) + 14 x 2.7 us (network), and the network steps' store and
+  // forward of a chunk (S/64, LL's 2 wire bytes per byte). A 1 KiB call moves next to nothing.
+  const models::Tuner t = tuner_for("dgx-h100", false);
+  const models::CommunicatorShape s = world(8);
+  EXPECT_EQ(t.fabric().network_hops, 6);
+  EXPECT_EQ(models::Tuner::steps(CollectiveOp::AllReduce, CollectiveAlgorithm::Hierarchical, s), 28);
+  EXPECT_EQ(models::Tuner::network_steps(CollectiveOp::AllReduce, CollectiveAlgorithm::Hierarchical, s), 14);
+  EXPECT_NEAR(t.predict(CollectiveOp::AllReduce, 1 * KiB, s, CollectiveAlgorithm::Hierarchical, CollectiveProtocol::LL),
+              (6.6 + 14 * 0.6 + 14 * 2.7) * 1e-6 + store_and_forward(t, 14, KiB / 64.0, KiB, 2), 0.1e-6);
+  // The double binary tree crosses the network 2 log2(8) times: 6.8 + 14 x 0.6 + 6 x 5.0 us,
+  // each of the 6 with a chunk of half the data.
+  EXPECT_EQ(models::Tuner::network_steps(CollectiveOp::AllReduce, CollectiveAlgorithm::Tree, s), 6);
+  EXPECT_NEAR(t.predict(CollectiveOp::AllReduce, 1 * KiB, s, CollectiveAlgorithm::Tree, CollectiveProtocol::LL),
+              (6.8 + 14 * 0.6 + 6 * 5.0) * 1e-6 + store_and_forward(t, 6, KiB / 2.0, KiB, 2), 0.1e-6);
+}
+
+TEST(TunerAcrossNodes, LargeCallsAreBoundByTheNics) {
+  // 1 GiB on 8 DGX A100, simple protocol. A ring crosses each node boundary through one GPU:
+  // 2(n-1)/n S through that GPU's PCIe port. Hierarchical spreads the ring across nodes over
+  // every GPU and NIC: 2(N-1)/N S/8 per GPU, 2(N-1)/N S per node's 8 NICs; NVLink carries the
+  // 2(g-1)/g S of the rings in the node. collnet sends S/8 per GPU, S per node.
+  const models::Tuner t = tuner_for("dgx-a100", true);
+  const models::FabricFacts& f = t.fabric();
+  const models::CommunicatorShape s = world(8);
+  const double S = double(GiB), n = 64, N = 8, g = 8;
+  // The prediction less its latency terms (launch, steps, and the network steps' chunk).
+  auto bandwidth_term = [&](CollectiveAlgorithm a, double transfer) {
+    const int net = models::Tuner::network_steps(CollectiveOp::AllReduce, a, s);
+    return t.predict(CollectiveOp::AllReduce, GiB, s, a, CollectiveProtocol::Simple) -
+           t.predict(CollectiveOp::AllReduce, 1, s, a, CollectiveProtocol::Simple) -
+           store_and_forward(t, net, transfer, GiB, 1);
+  };
+  const double ring = 2 * (n - 1) / n * S / f.gpu_network_bandwidth;
+  EXPECT_NEAR(bandwidth_term(CollectiveAlgorithm::Ring, S / n), ring, 0.01 * ring);
+  const double hierarchical = std::max({2 * (g - 1) / g * S / f.gpu_bandwidth,
+                                        2 * (N - 1) / N * S / g / f.gpu_network_bandwidth,
+                                        2 * (N - 1) / N * S / f.node_network_bandwidth});
+  EXPECT_NEAR(bandwidth_term(CollectiveAlgorithm::Hierarchical, S / n), hierarchical, 0.01 * hierarchical);
+  const double collnet = std::max({2 * (g - 1) / g * S / f.gpu_bandwidth, S / g / f.gpu_network_bandwidth,
+                                   S / f.node_network_bandwidth});
+  EXPECT_NEAR(bandwidth_term(CollectiveAlgorithm::CollNet, S / g), collnet, 0.01 * collnet);
+}
+
+TEST(TunerAcrossNodes, SmallCallsMoveToTheTreeAsNodesAreAdded) {
+  // 64 KiB: the hierarchical ring crosses the network 2(N-1) times, the tree 2 log2 N times.
+  // Few nodes: hierarchical; many: the tree.
+  const models::Tuner t = tuner_for("dgx-a100", false);
+  EXPECT_EQ(choice(t, 64 * KiB, 2), CollectiveAlgorithm::Hierarchical);
+  EXPECT_EQ(choice(t, 64 * KiB, 4), CollectiveAlgorithm::Hierarchical);
+  EXPECT_EQ(choice(t, 64 * KiB, 128), CollectiveAlgorithm::Tree);
+  // The crossover moves to larger sizes with more nodes: at 128 nodes the tree still wins at
+  // 1 MiB, at 2 nodes hierarchical does.
+  EXPECT_EQ(choice(t, 1 * MiB, 2), CollectiveAlgorithm::Hierarchical);
+  EXPECT_EQ(choice(t, 1 * MiB, 128), CollectiveAlgorithm::Tree);
+  // Large calls: every NIC busy, whatever the node count.
+  for (int nodes : {2, 8, 32, 128}) EXPECT_EQ(choice(t, 4 * GiB, nodes), CollectiveAlgorithm::Hierarchical) << nodes;
+  // A ring through one GPU's PCIe port is never the best across nodes.
+  for (int nodes : {2, 8, 32})
+    for (uint64_t bytes : {KiB, MiB, GiB}) EXPECT_NE(choice(t, bytes, nodes), CollectiveAlgorithm::Ring);
+}
+
+TEST(TunerAcrossNodes, SharpTakesOverWhereTheNetworkSwitchesReduce) {
+  const models::Tuner plain = tuner_for("dgx-a100", false), sharp = tuner_for("dgx-a100", true);
+  for (int nodes : {2, 8, 128}) {
+    EXPECT_EQ(choice(sharp, 256 * MiB, nodes), CollectiveAlgorithm::CollNet) << nodes;
+    EXPECT_NE(choice(plain, 256 * MiB, nodes), CollectiveAlgorithm::CollNet) << nodes;
+    // Its predicted time does not grow with the node count (one round trip through the tree).
+    EXPECT_NEAR(sharp.choose(CollectiveOp::AllReduce, 256 * MiB, world(nodes)).predicted_s,
+                sharp.choose(CollectiveOp::AllReduce, 256 * MiB, world(2)).predicted_s, 1e-9);
+  }
+  // Small calls: the tree's few network steps beat SHARP's 31 us round trip on two nodes; on
+  // 128 nodes SHARP's one round trip beats 2 log2 128 network steps.
+  EXPECT_NE(choice(sharp, 1 * KiB, 2), CollectiveAlgorithm::CollNet);
+  EXPECT_EQ(choice(sharp, 1 * KiB, 128), CollectiveAlgorithm::CollNet);
+}
+
+TEST(TunerAcrossNodes, OneNodeIgnoresTheNetwork) {
+  // The validated single-node choices do not depend on the network's facts.
+  const platforms::PlatformConfig c = platforms::load_platform("dgx-h100");
+  models::FabricFacts bare = platforms::fabric_facts(c);
+  const models::Tuner t(models::TunerConfig{}, bare);
+  bare.gpu_network_bandwidth = bare.node_network_bandwidth = 0;
+  const models::Tuner without(models::TunerConfig{}, bare);
+  for (uint64_t bytes = 8; bytes <= 16 * GiB; bytes *= 4) {
+    const models::Choice a = t.choose(CollectiveOp::AllReduce, bytes, world(1));
+    const models::Choice b = without.choose(CollectiveOp::AllReduce, bytes, world(1));
+    EXPECT_EQ(a.algorithm, b.algorithm) << bytes;
+    EXPECT_EQ(a.protocol, b.protocol) << bytes;
+    EXPECT_DOUBLE_EQ(a.predicted_s, b.predicted_s) << bytes;
+  }
+}
+
+}  // namespace
+}  // namespace tessera
