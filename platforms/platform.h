@@ -28,13 +28,16 @@ models::FabricFacts fabric_facts(const PlatformConfig& config);
 
 class Platform : public sc_core::sc_module {
  public:
+  // `routed`: the platform's graph and routes when the caller already has them (made from the
+  // same config); without, the builder generates and routes the topology itself.
   Platform(sc_core::sc_module_name name, const PlatformConfig& config, const workloads::Job& job,
-           protocol::PayloadPool& pool, const models::CollectiveEngineConfig& collectives);
+           protocol::PayloadPool& pool, const models::CollectiveEngineConfig& collectives,
+           std::shared_ptr<const RoutedTopology> routed = nullptr);
   ~Platform() override;
 
   const PlatformConfig& config() const { return config_; }
-  const PlatformGraph& topology() const { return *topology_; }
-  const Routing& routing() const { return *routing_; }
+  const PlatformGraph& topology() const { return routed_->graph; }
+  const Routing& routing() const { return routed_->routing; }
   size_t gpu_count() const { return gpus_.size(); }
   models::Gpu& gpu(size_t rank) { return *gpus_[rank]; }
   const models::Gpu& gpu(size_t rank) const { return *gpus_[rank]; }
@@ -51,8 +54,7 @@ class Platform : public sc_core::sc_module {
                const protocol::LinkTiming& timing, LinkKind kind);
 
   PlatformConfig config_;
-  std::unique_ptr<PlatformGraph> topology_;
-  std::unique_ptr<Routing> routing_;
+  std::shared_ptr<const RoutedTopology> routed_;
   std::vector<std::unique_ptr<sc_core::sc_module>> groups_;  // node0.., network
   std::vector<std::unique_ptr<models::Gpu>> gpus_;
   std::vector<std::unique_ptr<models::Crossbar>> switches_;  // node devices, then network

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,20 @@ class Routing {
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> direct_;  // per switch: (gateway, list)
   std::vector<uint32_t> uplink_table_;   // per gateway with several uplinks: row into uplink_rows_
   std::vector<uint32_t> uplink_rows_;    // row * keys_ + key -> list
+};
+
+// A platform's graph and its routes, generated once and shared: the command line checks a
+// platform with them before a run (an unroutable network is a bad input), and the builder
+// instantiates its modules from the same object instead of generating and routing again.
+struct RoutedTopology {
+  // Throws PlatformError for a platform that cannot be built or routed.
+  explicit RoutedTopology(const PlatformConfig& config)
+      : graph(generate_topology(config)), routing(graph) {}
+  RoutedTopology(const RoutedTopology&) = delete;
+  RoutedTopology& operator=(const RoutedTopology&) = delete;
+
+  const PlatformGraph graph;
+  const Routing routing;  // refers to `graph`
 };
 
 }  // namespace tessera::platforms

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,8 @@ struct SimulationOptions {
   bool trace = false;                    // record op spans and link activity for a trace
   double trace_bucket_us = 10.0;         // link counter resolution in the trace
   bool progress = false;                 // print progress on stderr
+  // The platform's graph and routes when the caller has them (build_platform); else computed.
+  std::shared_ptr<const platforms::RoutedTopology> topology;
 };
 
 struct RankResult {
