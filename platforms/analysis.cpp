@@ -152,7 +152,7 @@ double bisection_bandwidth(const PlatformGraph& graph) {
 }
 
 std::vector<Hop> route(const PlatformGraph& graph, const Routing& routing, uint32_t source,
-                       uint32_t destination) {
+                       uint32_t destination, uint32_t chunk) {
   const NodeTemplate& nt = graph.node;
   const Graph& ng = nt.graph;
   const Network& net = graph.network;
@@ -164,11 +164,12 @@ std::vector<Hop> route(const PlatformGraph& graph, const Routing& routing, uint3
   protocol::FabricTransfer t;
   t.source = source;
   t.destination = destination;
+  t.chunk = chunk;
   std::vector<Hop> hops;
   auto node_name = [&](uint32_t n, uint32_t v) { return "node" + std::to_string(n) + "." + ng.devices[v].name; };
-  auto add = [&](std::string from, std::string to, const GraphLink& l, double device_latency_ns) {
+  auto add = [&](std::string from, std::string to, const GraphLink& l, double device_latency_ns, uint32_t port) {
     hops.push_back({std::move(from), std::move(to), link_kind_name(l.kind), l.timing.bandwidth_bytes_per_s,
-                    l.timing.latency.to_seconds() + device_latency_ns * 1e-9});
+                    l.timing.latency.to_seconds() + device_latency_ns * 1e-9, port});
   };
   bool in_node = true;
   uint32_t node = source / nt.gpus, v = source % nt.gpus, x = 0;
@@ -180,7 +181,7 @@ std::vector<Hop> route(const PlatformGraph& graph, const Routing& routing, uint3
       if (port < ng.ports(v)) {
         const GraphLink& l = ng.links[ng.devices[v].port_links[port]];
         const uint32_t w = ng.neighbor(v, port);
-        add(node_name(node, v), node_name(node, w), l, w < nt.gpus ? 0.0 : ng.devices[w].latency_ns);
+        add(node_name(node, v), node_name(node, w), l, w < nt.gpus ? 0.0 : ng.devices[w].latency_ns, port);
         v = w;
         continue;
       }
@@ -190,7 +191,7 @@ std::vector<Hop> route(const PlatformGraph& graph, const Routing& routing, uint3
       const uint32_t uplink = port - ng.ports(v);
       const GraphLink& l = net.graph.links[net.graph.devices[x].port_links[uplink]];
       const uint32_t y = net.graph.neighbor(x, uplink);
-      add(net.graph.devices[x].name, net.graph.devices[y].name, l, net.graph.devices[y].latency_ns);
+      add(net.graph.devices[x].name, net.graph.devices[y].name, l, net.graph.devices[y].latency_ns, uplink);
       x = y;
       in_node = false;
       continue;
@@ -198,7 +199,7 @@ std::vector<Hop> route(const PlatformGraph& graph, const Routing& routing, uint3
     const uint32_t port = routing.network_next(x, t);
     const GraphLink& l = net.graph.links[net.graph.devices[x].port_links[port]];
     const uint32_t y = net.graph.neighbor(x, port);
-    add(net.graph.devices[x].name, net.graph.devices[y].name, l, net.graph.devices[y].latency_ns);
+    add(net.graph.devices[x].name, net.graph.devices[y].name, l, net.graph.devices[y].latency_ns, port);
     if (y < net.gateways) {
       node = y / per_gateway;
       v = nt.gateways[y % per_gateway];

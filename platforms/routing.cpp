@@ -98,6 +98,20 @@ uint32_t PortLists::add(const std::vector<uint16_t>& list) {
   return static_cast<uint32_t>(begin.size() - 2);
 }
 
+uint32_t PortLists::add(const std::vector<uint16_t>& list, const std::vector<uint32_t>& next) {
+  for (size_t i = 0; i < list.size(); ++i) {
+    uint16_t same = 0, earlier = 0;
+    for (size_t j = 0; j < list.size(); ++j)
+      if (next[j] == next[i]) {
+        ++same;
+        earlier += j < i;
+      }
+    same_next.push_back(same);
+    before.push_back(earlier);
+  }
+  return add(list);
+}
+
 Routing::Routing(const PlatformGraph& topology) : topology_(topology) {
   build_node_tables();
   build_network_tables();
@@ -158,6 +172,15 @@ void Routing::build_node_tables() {
     }
     gateway_choice_[i] = node_lists_.add(weighted(choices));
   }
+  gateway_entries_.assign(size_t(nt.gpus) * gateways, {0, 0});
+  for (uint32_t i = 0; i < nt.gpus; ++i) {
+    const uint32_t list = gateway_choice_[i];
+    if (list == PortLists::kNone) continue;
+    for (uint32_t e = 0; e < node_lists_.size(list); ++e) {
+      auto& [first, count] = gateway_entries_[size_t(i) * gateways + node_lists_.ports[node_lists_.begin[list] + e]];
+      if (count++ == 0) first = static_cast<uint16_t>(e);
+    }
+  }
 }
 
 void Routing::build_network_tables() {
@@ -210,7 +233,7 @@ void Routing::build_network_tables() {
     }
     for (const auto& [w, to] : to_gateway) {
       weighted(to, list);
-      direct_[x - gws].emplace_back(w, net_lists_.add(list));
+      direct_[x - gws].emplace_back(w, net_lists_.add(list, std::vector<uint32_t>(list.size(), w)));
     }
   }
 
@@ -227,12 +250,15 @@ void Routing::build_network_tables() {
   // Most of a switch's lists are equal (a leaf sends everything that is not below it up the
   // same spines): a list equal to the one the same switch (or gateway) got last is shared.
   std::vector<uint32_t> last(devices, PortLists::kNone);
+  std::vector<uint32_t> next;
   auto add_list = [&](uint32_t device) {
     const uint32_t previous = last[device];
     if (previous != PortLists::kNone && net_lists_.size(previous) == list.size() &&
         std::equal(list.begin(), list.end(), net_lists_.ports.begin() + net_lists_.begin[previous]))
       return previous;
-    const uint32_t added = net_lists_.add(list);
+    next.clear();
+    for (uint16_t p : list) next.push_back(g.neighbor(device, p));
+    const uint32_t added = net_lists_.add(list, next);
     if (added != PortLists::kNone) last[device] = added;
     return added;
   };
@@ -296,7 +322,8 @@ uint32_t Routing::node_next(uint32_t node, uint32_t device, protocol::FabricTran
       const uint32_t per_node = topology_.gateways_per_node();
       const uint32_t here = node * per_node + t.gateway;
       const uint32_t there = (t.destination / nt.gpus) * per_node + t.gateway;
-      return nt.graph.ports(device) + gateway_uplink(here, there, h);
+      t.turn = gateway_turn(t, h);
+      return nt.graph.ports(device) + gateway_uplink(here, there, t.turn);
     }
     target = nt.gpus + t.gateway;
   }
@@ -307,25 +334,37 @@ uint32_t Routing::node_next(uint32_t node, uint32_t device, protocol::FabricTran
   return node_lists_.pick(list, h);
 }
 
-uint32_t Routing::gateway_uplink(uint32_t gateway, uint32_t destination, uint64_t h) const {
-  const uint32_t row = uplink_table_[gateway];
-  if (row == PortLists::kNone) return 0;
-  return net_lists_.pick(uplink_rows_[size_t(row) * keys_ + key_of_[destination]], h);
+uint64_t Routing::gateway_turn(const protocol::FabricTransfer& t, uint64_t h) const {
+  const NodeTemplate& nt = topology_.node;
+  const uint32_t gpu = t.source % nt.gpus;
+  const uint32_t list = gateway_choice_[gpu];
+  if (list == PortLists::kNone) return h;
+  const auto [first, count] = gateway_entries_[size_t(gpu) * nt.gateways.size() + t.gateway];
+  const uint32_t n = node_lists_.size(list);
+  const uint32_t entry = static_cast<uint32_t>(h % n);
+  // A chunk that did not pick this gateway by its hash (a reduced sum leaving a switch).
+  if (entry < first || entry >= uint32_t(first) + count) return h;
+  return h / n * count + (entry - first);
 }
 
-uint32_t Routing::network_next(uint32_t device, const protocol::FabricTransfer& t) const {
+uint32_t Routing::gateway_uplink(uint32_t gateway, uint32_t destination, uint64_t& turn) const {
+  const uint32_t row = uplink_table_[gateway];
+  if (row == PortLists::kNone) return 0;
+  return net_lists_.pick_turn(uplink_rows_[size_t(row) * keys_ + key_of_[destination]], turn);
+}
+
+uint32_t Routing::network_next(uint32_t device, protocol::FabricTransfer& t) const {
   const Network& net = topology_.network;
   const uint32_t per_node = topology_.gateways_per_node();
   const uint32_t destination = (t.destination / topology_.node.gpus) * per_node + t.gateway;
-  const uint64_t h = hash(t);
   const auto& direct = direct_[device - net.gateways];
   auto it = std::lower_bound(direct.begin(), direct.end(), std::make_pair(destination, 0u));
-  if (it != direct.end() && it->first == destination) return net_lists_.pick(it->second, h);
+  if (it != direct.end() && it->first == destination) return net_lists_.pick_turn(it->second, t.turn);
   const uint32_t list = switch_table_[size_t(device - net.gateways) * keys_ + key_of_[destination]];
   if (list == PortLists::kNone)
     throw std::runtime_error("no route from " + net.graph.devices[device].name + " to " +
                              net.graph.devices[destination].name);
-  return net_lists_.pick(list, h);
+  return net_lists_.pick_turn(list, t.turn);
 }
 
 }  // namespace tessera::platforms
