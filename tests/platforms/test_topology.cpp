@@ -86,6 +86,56 @@ TEST(RailOptimizedBisection, IsHalfTheNodesNicsOverTheOversubscription) {
   }
 }
 
+// The switches of a generated network, each with its physical ports (the lanes of its links)
+// over the radix; empty when every switch fits.
+std::string switches_over_radix(const PlatformConfig& c) {
+  const PlatformGraph g = generate_topology(c);
+  const Graph& net = g.network.graph;
+  std::string over;
+  for (uint32_t x = g.network.gateways; x < net.devices.size(); ++x)
+    if (net.physical_ports(x) > static_cast<uint32_t>(c.network.radix))
+      over += " " + net.devices[x].name + " (" + std::to_string(net.physical_ports(x)) + " ports)";
+  return over;
+}
+
+TEST(ClosNetworks, NoSwitchHasMorePortsThanItsRadix) {
+  // Every node count a radix fits, at 1:1 to 4:1, with two tiers where they suffice and three
+  // beyond; fat trees of one-NIC nodes and rail-optimized DGX H100s.
+  int checked = 0;
+  for (const int radix : {6, 8, 12, 16, 40})
+    for (const double o : {1.0, 1.5, 2.0, 3.0, 4.0})
+      for (const int tiers : {0, 2}) {
+        PlatformConfig probe = single_gpu_nodes(1, Topology::FatTree, radix, o, tiers);
+        const int down = leaf_down(probe);
+        const int most_leaves = tiers == 2 ? radix : radix * (radix / 2);
+        for (int nodes = 1; nodes <= most_leaves * down; nodes += std::max(1, nodes / 8)) {
+          const PlatformConfig c = single_gpu_nodes(nodes, Topology::FatTree, radix, o, tiers);
+          EXPECT_EQ(switches_over_radix(c), "") << "fat tree, radix " << radix << ", " << o << ":1, tiers "
+                                                << tiers << ", " << nodes << " nodes";
+          ++checked;
+        }
+        PlatformConfig rails = load_platform("dgx-h100");
+        rails.network.radix = radix;
+        rails.network.oversubscription = o;
+        rails.network.tiers = tiers;
+        const int most_groups = tiers == 2 ? radix / 8 : radix / 2 * radix / 8;  // 8 rail leaves a group
+        for (int nodes = 1; nodes <= most_groups * down; nodes += std::max(1, nodes / 8)) {
+          rails.nodes = nodes;
+          EXPECT_EQ(switches_over_radix(rails), "") << "rail-optimized, radix " << radix << ", " << o
+                                                    << ":1, tiers " << tiers << ", " << nodes << " nodes";
+          ++checked;
+        }
+      }
+  EXPECT_GT(checked, 1000);
+}
+
+TEST(NvlinkNetwork, NoSecondTierSwitchHasMorePortsThanItsRadix) {
+  for (int nodes = 1; nodes <= 64; ++nodes) {
+    const PlatformConfig c = load_platform("nvl-256", {"nodes=" + std::to_string(nodes)});
+    EXPECT_EQ(switches_over_radix(c), "") << nodes << " nodes";
+  }
+}
+
 TEST(TorusBisection, IsTwiceTheCrossSectionOfTheLastDimension) {
   for (const std::vector<int>& dims :
        std::vector<std::vector<int>>{{4, 4}, {4, 6}, {4, 4, 4}, {2, 4, 8}, {3, 4, 4}}) {
