@@ -152,7 +152,7 @@ double bisection_bandwidth(const PlatformGraph& graph) {
 }
 
 std::vector<Hop> route(const PlatformGraph& graph, const Routing& routing, uint32_t source,
-                       uint32_t destination) {
+                       uint32_t destination, uint32_t chunk) {
   const NodeTemplate& nt = graph.node;
   const Graph& ng = nt.graph;
   const Network& net = graph.network;
@@ -163,6 +163,7 @@ std::vector<Hop> route(const PlatformGraph& graph, const Routing& routing, uint3
   protocol::FabricTransfer t;
   t.source = source;
   t.destination = destination;
+  t.chunk = chunk;
   std::vector<Hop> hops;
   auto name = [&](bool network, uint32_t node, uint32_t device) {
     return network ? net.graph.devices[device].name : "node" + std::to_string(node) + "." + ng.devices[device].name;
@@ -174,10 +175,9 @@ std::vector<Hop> route(const PlatformGraph& graph, const Routing& routing, uint3
     // The pipeline of the device entered (a GPU has none).
     const double device_latency_ns =
         s.network ? net.graph.devices[w].latency_ns : (w >= nt.gpus ? ng.devices[w].latency_ns : 0.0);
-    const std::string to = name(s.network, s.node, w);
-    const std::string from = name(s.network, s.node, s.device);
-    hops.push_back({from, to, link_kind_name(l.kind), l.timing.bandwidth_bytes_per_s,
-                    l.timing.latency.to_seconds() + device_latency_ns * 1e-9});
+    hops.push_back({name(s.network, s.node, s.device), name(s.network, s.node, w), link_kind_name(l.kind),
+                    l.timing.bandwidth_bytes_per_s, l.timing.latency.to_seconds() + device_latency_ns * 1e-9,
+                    s.port});
   });
   return hops;
 }

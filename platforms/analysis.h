@@ -28,9 +28,10 @@ struct Hop {
   std::string link_kind;
   double bandwidth_bytes_per_s = 0;
   double latency_s = 0;     // link latency plus the pipeline latency of the device entered
+  uint32_t port = 0;        // the port of `from` it leaves through (a gateway's: its uplink)
 };
-// The route a chunk of the transfer (source -> destination, flow 0, chunk 0) takes.
+// The route chunk `chunk` of the transfer (source -> destination, flow 0) takes.
 std::vector<Hop> route(const PlatformGraph& graph, const Routing& routing, uint32_t source,
-                       uint32_t destination);
+                       uint32_t destination, uint32_t chunk = 0);
 
 }  // namespace tessera::platforms

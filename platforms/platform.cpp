@@ -122,19 +122,24 @@ std::string module_name(const std::string& graph_name) {
 
 Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
                    const workloads::Job& job, protocol::PayloadPool& pool,
-                   const models::CollectiveEngineConfig& engine, Fidelity fidelity)
-    : sc_module(name), config_(config), fidelity_(fidelity) {
+                   const models::CollectiveEngineConfig& engine, Fidelity fidelity,
+                   std::shared_ptr<const RoutedTopology> routed)
+    : sc_module(name), config_(config), fidelity_(fidelity), routed_(std::move(routed)) {
   config_.validate();
   if (static_cast<size_t>(config_.gpu_count()) != job.ranks.size())
     throw std::invalid_argument("the workload has " + std::to_string(job.ranks.size()) +
                                 " ranks but the platform has " +
                                 std::to_string(config_.gpu_count()) + " GPUs");
-  topology_ = std::make_unique<PlatformGraph>(generate_topology(config_));
-  routing_ = std::make_unique<Routing>(*topology_);
-  trees_ = std::make_unique<AggregationTrees>(*topology_, *routing_);
-  const NodeTemplate& nt = topology_->node;
+  if (!routed_) routed_ = std::make_shared<const RoutedTopology>(config_);
+  if (routed_->graph.nodes != static_cast<uint32_t>(config_.nodes) ||
+      routed_->graph.node.gpus != static_cast<uint32_t>(config_.node.gpus))
+    throw std::logic_error("the routed topology was made from another platform");
+  const PlatformGraph& topology = routed_->graph;
+  const Routing& routing = routed_->routing;
+  trees_ = std::make_unique<AggregationTrees>(topology, routing);
+  const NodeTemplate& nt = topology.node;
   const Graph& ng = nt.graph;
-  const Network& net = topology_->network;
+  const Network& net = topology.network;
   // What the collective engines know of this fabric: the node size and the tuner's facts.
   models::CollectiveEngineConfig collectives = engine;
   if (collectives.gpus_per_node == 0) collectives.gpus_per_node = config_.node.gpus;
@@ -148,7 +153,7 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
     collectives.steady_state = true;
   }
   const uint64_t chunk = std::max<uint64_t>(1, collectives.chunk_bytes);
-  const uint32_t nodes = topology_->nodes;
+  const uint32_t nodes = topology.nodes;
 
   // Uplink ports of each template device (gateways only).
   std::vector<uint32_t> uplinks(ng.devices.size(), 0);
@@ -156,7 +161,7 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
 
   node_module_.assign(ng.devices.size(), 0);
   for (uint32_t v = nt.gpus; v < ng.devices.size(); ++v) node_module_[v] = node_crossbars_++;
-  gpus_.reserve(topology_->gpu_count());
+  gpus_.reserve(topology.gpu_count());
   switches_.reserve(size_t(nodes) * node_crossbars_ + net.switches());
 
   models::GpuConfig gpu_config;
@@ -172,7 +177,7 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
       const int rank = static_cast<int>(n * nt.gpus + v);
       gpus_.push_back(std::make_unique<models::Gpu>(("gpu" + std::to_string(rank)).c_str(), rank,
                                                     gpu_config, job, pool));
-      node_routers_.emplace_back(*routing_, n, v);
+      node_routers_.emplace_back(routing, n, v);
       gpus_.back()->set_router(node_routers_.back());
     }
     if (!packet) continue;
@@ -199,14 +204,14 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
         }
         default: module = std::make_unique<models::PcieSwitch>(mname.c_str(), cc); break;
       }
-      node_routers_.emplace_back(*routing_, n, v);
+      node_routers_.emplace_back(routing, n, v);
       module->set_router(node_routers_.back());
       switches_.push_back(std::move(module));
     }
   }
   if (!packet) {
     flow_paths_ = std::make_unique<RoutedPaths>(
-        *topology_, *routing_, sc_core::sc_time(config_.node.nics.message_overhead_ns, sc_core::SC_NS));
+        topology, routing, sc_core::sc_time(config_.node.nics.message_overhead_ns, sc_core::SC_NS));
     flow_fabric_ = std::make_unique<models::FlowFabric>("fabric", *flow_paths_);
     for (auto& gpu : gpus_) {
       flow_fabric_->attach(static_cast<uint32_t>(gpu->rank()), *gpu);
@@ -230,7 +235,7 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
       module = std::make_unique<models::NetworkSwitch>(
           module_name(d.name).c_str(),
           models::NetworkSwitchConfig{cc, config_.network.in_network_reduction, x, &pool});
-    network_routers_.emplace_back(*routing_, x);
+    network_routers_.emplace_back(routing, x);
     module->set_router(network_routers_.back());
     switches_.push_back(std::move(module));
   }
@@ -247,7 +252,7 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
     }
   }
   // The network: a device below net.gateways is gateway d of node d / per_node.
-  const uint32_t per_node = topology_->gateways_per_node();
+  const uint32_t per_node = topology.gateways_per_node();
   auto net_egress = [&](uint32_t x, uint32_t port) -> models::EgressPort& {
     if (x >= net.gateways) return switches_[size_t(nodes) * node_crossbars_ + x - net.gateways]->egress(port);
     const uint32_t v = nt.gateways[x % per_node];
@@ -269,12 +274,12 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
 Platform::~Platform() = default;
 
 models::EgressPort& Platform::egress(uint32_t node, uint32_t device, uint32_t port) {
-  if (device < topology_->node.gpus) return gpus_[node * topology_->node.gpus + device]->egress(port);
+  if (device < routed_->graph.node.gpus) return gpus_[node * routed_->graph.node.gpus + device]->egress(port);
   return switches_[size_t(node) * node_crossbars_ + node_module_[device]]->egress(port);
 }
 
 models::IngressPort& Platform::ingress(uint32_t node, uint32_t device, uint32_t port) {
-  if (device < topology_->node.gpus) return gpus_[node * topology_->node.gpus + device]->ingress(port);
+  if (device < routed_->graph.node.gpus) return gpus_[node * routed_->graph.node.gpus + device]->ingress(port);
   return switches_[size_t(node) * node_crossbars_ + node_module_[device]]->ingress(port);
 }
 

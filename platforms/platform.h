@@ -42,10 +42,12 @@ class Platform : public sc_core::sc_module {
  public:
   // Packet fidelity builds a module per device and binds their ports through links. Flow
   // fidelity builds the GPUs and one flow fabric over the same topology and routes (no switch
-  // or link modules; collective schedules run in their steady state).
+  // or link modules; collective schedules run in their steady state). `routed`: the platform's
+  // graph and routes when the caller already has them (made from the same config); without,
+  // the builder generates and routes the topology itself.
   Platform(sc_core::sc_module_name name, const PlatformConfig& config, const workloads::Job& job,
            protocol::PayloadPool& pool, const models::CollectiveEngineConfig& collectives,
-           Fidelity fidelity = Fidelity::Packet);
+           Fidelity fidelity = Fidelity::Packet, std::shared_ptr<const RoutedTopology> routed = nullptr);
   ~Platform() override;
 
   Fidelity fidelity() const { return fidelity_; }
@@ -54,8 +56,8 @@ class Platform : public sc_core::sc_module {
   const RoutedPaths* flow_paths() const { return flow_paths_.get(); }
 
   const PlatformConfig& config() const { return config_; }
-  const PlatformGraph& topology() const { return *topology_; }
-  const Routing& routing() const { return *routing_; }
+  const PlatformGraph& topology() const { return routed_->graph; }
+  const Routing& routing() const { return routed_->routing; }
   size_t gpu_count() const { return gpus_.size(); }
   models::Gpu& gpu(size_t rank) { return *gpus_[rank]; }
   const models::Gpu& gpu(size_t rank) const { return *gpus_[rank]; }
@@ -73,8 +75,7 @@ class Platform : public sc_core::sc_module {
 
   PlatformConfig config_;
   Fidelity fidelity_;
-  std::unique_ptr<PlatformGraph> topology_;
-  std::unique_ptr<Routing> routing_;
+  std::shared_ptr<const RoutedTopology> routed_;
   std::unique_ptr<AggregationTrees> trees_;  // in-network reduction
   std::vector<std::unique_ptr<sc_core::sc_module>> groups_;  // node0.., network
   std::vector<std::unique_ptr<models::Gpu>> gpus_;

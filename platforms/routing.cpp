@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <queue>
 #include <map>
 #include <numeric>
 #include <stdexcept>
@@ -13,59 +12,81 @@ namespace tessera::platforms {
 namespace {
 
 constexpr uint32_t kFar = 0xffffffffu;
-using Frontier = std::priority_queue<std::pair<uint32_t, uint32_t>, std::vector<std::pair<uint32_t, uint32_t>>,
-                                     std::greater<std::pair<uint32_t, uint32_t>>>;
+using Frontier = std::vector<std::vector<uint32_t>>;  // devices by distance
 
-// Ports in proportion to their bandwidth (ECMP weights), in port order.
-std::vector<uint16_t> weighted(const std::vector<std::pair<uint16_t, double>>& choices) {
-  std::vector<uint16_t> out;
-  if (choices.empty()) return out;
+// Ports in proportion to their bandwidth (ECMP weights), in port order, into `out`.
+void weighted(const std::vector<std::pair<uint16_t, double>>& choices, std::vector<uint16_t>& out) {
+  out.clear();
+  if (choices.empty()) return;
   double least = choices[0].second;
   for (const auto& c : choices) least = std::min(least, c.second);
-  std::vector<uint32_t> weight;
-  for (const auto& c : choices)
-    weight.push_back(static_cast<uint32_t>(std::lround(c.second / least * 4.0)));
   uint32_t g = 0;
-  for (uint32_t w : weight) g = std::gcd(g, w);
-  for (size_t i = 0; i < choices.size(); ++i)
-    out.insert(out.end(), weight[i] / g, choices[i].first);
+  for (const auto& c : choices) g = std::gcd(g, static_cast<uint32_t>(std::lround(c.second / least * 4.0)));
+  for (const auto& c : choices)
+    out.insert(out.end(), static_cast<uint32_t>(std::lround(c.second / least * 4.0)) / g, c.first);
+}
+
+std::vector<uint16_t> weighted(const std::vector<std::pair<uint16_t, double>>& choices) {
+  std::vector<uint16_t> out;
+  weighted(choices, out);
   return out;
 }
 
+// A graph's ports flattened, device by device: the neighbour, the hop cost and the bandwidth
+// of every port (the tables visit every port of every switch once per destination).
 // Hop cost: a PCIe hop counts as four, so peer-to-peer traffic takes NVLink wherever NVLink
 // reaches and crosses PCIe only where it must (to a NIC, or on a platform without NVLink).
-uint32_t cost(const Graph& g, uint32_t device, uint32_t port) {
-  return g.links[g.devices[device].port_links[port]].kind == LinkKind::Pcie ? 4 : 1;
-}
-
-// Least-cost distances from `sources` over `graph`; `transit(d)` says whether paths may pass
-// through device d (sources always expand).
-template <typename Transit>
-void distances(const Graph& graph, const std::vector<uint32_t>& sources, Transit transit,
-               std::vector<uint32_t>& dist, Frontier& queue) {
-  dist.assign(graph.devices.size(), kFar);
-  queue = Frontier();
-  for (uint32_t s : sources) {
-    dist[s] = 0;
-    queue.push({0, s});
-  }
-  while (!queue.empty()) {
-    const auto [d, u] = queue.top();
-    queue.pop();
-    if (d != dist[u] || (d != 0 && !transit(u))) continue;
-    for (uint32_t p = 0; p < graph.ports(u); ++p) {
-      const uint32_t w = graph.neighbor(u, p);
-      const uint32_t via = d + cost(graph, u, p);
-      if (via < dist[w]) {
-        dist[w] = via;
-        queue.push({via, w});
+struct Adjacency {
+  explicit Adjacency(const Graph& g) {
+    begin.reserve(g.devices.size() + 1);
+    for (uint32_t d = 0; d < g.devices.size(); ++d) {
+      begin.push_back(static_cast<uint32_t>(peer.size()));
+      for (uint32_t p = 0; p < g.ports(d); ++p) {
+        const GraphLink& l = g.links[g.devices[d].port_links[p]];
+        peer.push_back(g.neighbor(d, p));
+        cost.push_back(l.kind == LinkKind::Pcie ? 4 : 1);
+        bandwidth.push_back(l.timing.bandwidth_bytes_per_s);
       }
     }
+    begin.push_back(static_cast<uint32_t>(peer.size()));
   }
-}
+  uint32_t ports(uint32_t d) const { return begin[d + 1] - begin[d]; }
+  uint32_t neighbor(uint32_t d, uint32_t p) const { return peer[begin[d] + p]; }
+  uint32_t hop_cost(uint32_t d, uint32_t p) const { return cost[begin[d] + p]; }
+  double port_bandwidth(uint32_t d, uint32_t p) const { return bandwidth[begin[d] + p]; }
 
-double bandwidth(const Graph& g, uint32_t device, uint32_t port) {
-  return g.links[g.devices[device].port_links[port]].timing.bandwidth_bytes_per_s;
+  std::vector<uint32_t> begin, peer;
+  std::vector<uint8_t> cost;
+  std::vector<double> bandwidth;
+};
+
+// Least-cost distances from `sources`; `transit(d)` says whether paths may pass through
+// device d (sources always expand). Hop costs are small integers, so the frontier is a bucket
+// per distance (Dial's algorithm) rather than a heap.
+template <typename Transit>
+void distances(const Adjacency& graph, const std::vector<uint32_t>& sources, Transit transit,
+               std::vector<uint32_t>& dist, Frontier& frontier) {
+  dist.assign(graph.begin.size() - 1, kFar);
+  for (auto& bucket : frontier) bucket.clear();
+  if (frontier.empty()) frontier.resize(1);
+  for (uint32_t s : sources) {
+    dist[s] = 0;
+    frontier[0].push_back(s);
+  }
+  for (uint32_t d = 0; d < frontier.size(); ++d)
+    for (size_t k = 0; k < frontier[d].size(); ++k) {
+      const uint32_t u = frontier[d][k];
+      if (dist[u] != d || (d != 0 && !transit(u))) continue;
+      for (uint32_t i = graph.begin[u]; i < graph.begin[u + 1]; ++i) {
+        const uint32_t w = graph.peer[i];
+        const uint32_t via = d + graph.cost[i];
+        if (via < dist[w]) {
+          dist[w] = via;
+          if (frontier.size() <= via) frontier.resize(via + 1);
+          frontier[via].push_back(w);
+        }
+      }
+    }
 }
 
 }  // namespace
@@ -77,6 +98,20 @@ uint32_t PortLists::add(const std::vector<uint16_t>& list) {
   return static_cast<uint32_t>(begin.size() - 2);
 }
 
+uint32_t PortLists::add(const std::vector<uint16_t>& list, const std::vector<uint32_t>& next) {
+  for (size_t i = 0; i < list.size(); ++i) {
+    uint16_t same = 0, earlier = 0;
+    for (size_t j = 0; j < list.size(); ++j)
+      if (next[j] == next[i]) {
+        ++same;
+        earlier += j < i;
+      }
+    same_next.push_back(same);
+    before.push_back(earlier);
+  }
+  return add(list);
+}
+
 Routing::Routing(const PlatformGraph& topology) : topology_(topology) {
   build_node_tables();
   build_network_tables();
@@ -84,8 +119,9 @@ Routing::Routing(const PlatformGraph& topology) : topology_(topology) {
 
 void Routing::build_node_tables() {
   const NodeTemplate& nt = topology_.node;
-  const Graph& g = nt.graph;
-  const uint32_t devices = static_cast<uint32_t>(g.devices.size());
+  const Graph& graph = nt.graph;
+  const Adjacency g(graph);
+  const uint32_t devices = static_cast<uint32_t>(graph.devices.size());
   const uint32_t gateways = static_cast<uint32_t>(nt.gateways.size());
   node_targets_ = nt.gpus + gateways;
   node_table_.assign(size_t(devices) * node_targets_, PortLists::kNone);
@@ -95,17 +131,18 @@ void Routing::build_node_tables() {
   std::vector<uint32_t> dist;
   Frontier queue;
   std::vector<std::vector<uint32_t>> to_target(node_targets_);
+  std::vector<std::pair<uint16_t, double>> choices;
   for (uint32_t target = 0; target < node_targets_; ++target) {
     const uint32_t device = target < nt.gpus ? target : nt.gateways[target - nt.gpus];
     distances(g, {device}, [&](uint32_t d) { return d >= nt.gpus; }, dist, queue);
     to_target[target] = dist;
     for (uint32_t v = 0; v < devices; ++v) {
       if (v == device || dist[v] == kFar) continue;
-      std::vector<std::pair<uint16_t, double>> choices;
+      choices.clear();
       for (uint32_t p = 0; p < g.ports(v); ++p) {
         const uint32_t w = g.neighbor(v, p);
-        if (dist[w] != kFar && dist[w] + cost(g, v, p) == dist[v] && (w == device || w >= nt.gpus))
-          choices.emplace_back(static_cast<uint16_t>(p), bandwidth(g, v, p));
+        if (dist[w] != kFar && dist[w] + g.hop_cost(v, p) == dist[v] && (w == device || w >= nt.gpus))
+          choices.emplace_back(static_cast<uint16_t>(p), g.port_bandwidth(v, p));
       }
       node_table_[size_t(v) * node_targets_ + target] = node_lists_.add(weighted(choices));
     }
@@ -113,10 +150,10 @@ void Routing::build_node_tables() {
   // In-switch reduction: a GPU's NVLink ports, in proportion to their bandwidth.
   nvswitch_ports_.assign(nt.gpus, PortLists::kNone);
   for (uint32_t i = 0; i < nt.gpus; ++i) {
-    std::vector<std::pair<uint16_t, double>> choices;
+    choices.clear();
     for (uint32_t p = 0; p < g.ports(i); ++p)
-      if (g.devices[g.neighbor(i, p)].kind == DeviceKind::NvSwitch)
-        choices.emplace_back(static_cast<uint16_t>(p), bandwidth(g, i, p));
+      if (graph.devices[g.neighbor(i, p)].kind == DeviceKind::NvSwitch)
+        choices.emplace_back(static_cast<uint16_t>(p), g.port_bandwidth(i, p));
     nvswitch_ports_[i] = node_lists_.add(weighted(choices));
   }
   // Each GPU leaves its node through its nearest gateways, in proportion to its first hop.
@@ -124,16 +161,25 @@ void Routing::build_node_tables() {
   for (uint32_t i = 0; i < nt.gpus && gateways > 0; ++i) {
     uint32_t nearest = kFar;
     for (uint32_t gw = 0; gw < gateways; ++gw) nearest = std::min(nearest, to_target[nt.gpus + gw][i]);
-    std::vector<std::pair<uint16_t, double>> choices;
+    choices.clear();
     for (uint32_t gw = 0; gw < gateways && nearest != kFar; ++gw) {
       if (to_target[nt.gpus + gw][i] != nearest) continue;
       const uint32_t list = node_table_[size_t(i) * node_targets_ + nt.gpus + gw];
       double bw = 0;
       for (uint32_t k = 0; k < node_lists_.size(list); ++k)
-        bw += bandwidth(g, i, node_lists_.ports[node_lists_.begin[list] + k]);
+        bw += g.port_bandwidth(i, node_lists_.ports[node_lists_.begin[list] + k]);
       choices.emplace_back(static_cast<uint16_t>(gw), bw);
     }
     gateway_choice_[i] = node_lists_.add(weighted(choices));
+  }
+  gateway_entries_.assign(size_t(nt.gpus) * gateways, {0, 0});
+  for (uint32_t i = 0; i < nt.gpus; ++i) {
+    const uint32_t list = gateway_choice_[i];
+    if (list == PortLists::kNone) continue;
+    for (uint32_t e = 0; e < node_lists_.size(list); ++e) {
+      auto& [first, count] = gateway_entries_[size_t(i) * gateways + node_lists_.ports[node_lists_.begin[list] + e]];
+      if (count++ == 0) first = static_cast<uint16_t>(e);
+    }
   }
   // Home gateways: the GPUs with the same nearest gateways take them in turn.
   home_gateway_.assign(nt.gpus, -1);
@@ -150,23 +196,26 @@ void Routing::build_node_tables() {
 
 void Routing::build_network_tables() {
   const Network& net = topology_.network;
-  const Graph& g = net.graph;
+  const Graph& graph = net.graph;
   const uint32_t gws = net.gateways;
   const uint32_t switches = net.switches();
   if (gws == 0) return;
+  const Adjacency g(graph);
+  const uint32_t devices = static_cast<uint32_t>(graph.devices.size());
 
   // Gateways hanging off the same set of switches share one table column (a key).
   std::map<std::vector<uint32_t>, uint32_t> keys;
   std::vector<std::vector<uint32_t>> key_switches;
   key_of_.resize(gws);
+  std::vector<uint32_t> set;
   for (uint32_t d = 0; d < gws; ++d) {
-    std::vector<uint32_t> set;
+    set.clear();
     for (uint32_t p = 0; p < g.ports(d); ++p) set.push_back(g.neighbor(d, p));
     std::sort(set.begin(), set.end());
     set.erase(std::unique(set.begin(), set.end()), set.end());
     if (set.empty())
       throw PlatformError(topology_.nodes > 1 ? "network.links" : "network",
-                          g.devices[d].name + " is not cabled to the network");
+                          graph.devices[d].name + " is not cabled to the network");
     auto [it, fresh] = keys.emplace(set, static_cast<uint32_t>(keys.size()));
     if (fresh) key_switches.push_back(set);
     key_of_[d] = it->second;
@@ -184,24 +233,46 @@ void Routing::build_network_tables() {
     return false;
   };
 
+  std::vector<std::pair<uint16_t, double>> choices;
+  std::vector<uint16_t> list;
   direct_.assign(switches, {});
-  for (uint32_t x = gws; x < g.devices.size(); ++x) {
+  for (uint32_t x = gws; x < devices; ++x) {
     std::map<uint32_t, std::vector<std::pair<uint16_t, double>>> to_gateway;
     for (uint32_t p = 0; p < g.ports(x); ++p) {
       const uint32_t w = g.neighbor(x, p);
-      if (w < gws) to_gateway[w].emplace_back(static_cast<uint16_t>(p), bandwidth(g, x, p));
+      if (w < gws) to_gateway[w].emplace_back(static_cast<uint16_t>(p), g.port_bandwidth(x, p));
     }
-    for (const auto& [w, choices] : to_gateway)
-      direct_[x - gws].emplace_back(w, net_lists_.add(weighted(choices)));
+    for (const auto& [w, to] : to_gateway) {
+      weighted(to, list);
+      direct_[x - gws].emplace_back(w, net_lists_.add(list, std::vector<uint32_t>(list.size(), w)));
+    }
   }
 
   uplink_table_.assign(gws, PortLists::kNone);
-  uint32_t rows = 0;
+  std::vector<uint32_t> multi_uplink;  // gateways with several uplinks
   for (uint32_t d = 0; d < gws; ++d)
-    if (g.ports(d) > 1) uplink_table_[d] = rows++;
-  uplink_rows_.assign(size_t(rows) * keys_, PortLists::kNone);
+    if (g.ports(d) > 1) {
+      uplink_table_[d] = static_cast<uint32_t>(multi_uplink.size());
+      multi_uplink.push_back(d);
+    }
+  uplink_rows_.assign(multi_uplink.size() * keys_, PortLists::kNone);
   switch_table_.assign(size_t(switches) * keys_, PortLists::kNone);
 
+  // Most of a switch's lists are equal (a leaf sends everything that is not below it up the
+  // same spines): a list equal to the one the same switch (or gateway) got last is shared.
+  std::vector<uint32_t> last(devices, PortLists::kNone);
+  std::vector<uint32_t> next;
+  auto add_list = [&](uint32_t device) {
+    const uint32_t previous = last[device];
+    if (previous != PortLists::kNone && net_lists_.size(previous) == list.size() &&
+        std::equal(list.begin(), list.end(), net_lists_.ports.begin() + net_lists_.begin[previous]))
+      return previous;
+    next.clear();
+    for (uint16_t p : list) next.push_back(g.neighbor(device, p));
+    const uint32_t added = net_lists_.add(list, next);
+    if (added != PortLists::kNone) last[device] = added;
+    return added;
+  };
   std::vector<uint32_t> dist;
   Frontier queue;
   for (uint32_t k = 0; k < keys_; ++k) {
@@ -211,27 +282,28 @@ void Routing::build_network_tables() {
         if (dist[x] == kFar && share_an_index(k, other))
           throw PlatformError(
               topology_.nodes > 1 && !net.graph.devices.empty() ? "network.links" : "network",
-              "the network is not connected: " + g.devices[x].name + " cannot reach " +
-                  g.devices[key_switches[k][0]].name);
-    for (uint32_t x = gws; x < g.devices.size(); ++x) {
+              "the network is not connected: " + graph.devices[x].name + " cannot reach " +
+                  graph.devices[key_switches[k][0]].name);
+    for (uint32_t x = gws; x < devices; ++x) {
       if (dist[x] == 0 || dist[x] == kFar) continue;
-      std::vector<std::pair<uint16_t, double>> choices;
-      for (uint32_t p = 0; p < g.ports(x); ++p) {
-        const uint32_t w = g.neighbor(x, p);
-        if (w >= gws && dist[w] != kFar && dist[w] + cost(g, x, p) == dist[x])
-          choices.emplace_back(static_cast<uint16_t>(p), bandwidth(g, x, p));
+      choices.clear();
+      for (uint32_t i = g.begin[x]; i < g.begin[x + 1]; ++i) {
+        const uint32_t w = g.peer[i];
+        if (w >= gws && dist[w] != kFar && dist[w] + g.cost[i] == dist[x])
+          choices.emplace_back(static_cast<uint16_t>(i - g.begin[x]), g.bandwidth[i]);
       }
-      switch_table_[size_t(x - gws) * keys_ + k] = net_lists_.add(weighted(choices));
+      weighted(choices, list);
+      switch_table_[size_t(x - gws) * keys_ + k] = add_list(x);
     }
-    for (uint32_t d = 0; d < gws; ++d) {
-      if (uplink_table_[d] == PortLists::kNone) continue;
+    for (uint32_t d : multi_uplink) {
       uint32_t nearest = kFar;
       for (uint32_t p = 0; p < g.ports(d); ++p) nearest = std::min(nearest, dist[g.neighbor(d, p)]);
-      std::vector<std::pair<uint16_t, double>> choices;
+      choices.clear();
       for (uint32_t p = 0; p < g.ports(d); ++p)
         if (dist[g.neighbor(d, p)] == nearest)
-          choices.emplace_back(static_cast<uint16_t>(p), bandwidth(g, d, p));
-      uplink_rows_[size_t(uplink_table_[d]) * keys_ + k] = net_lists_.add(weighted(choices));
+          choices.emplace_back(static_cast<uint16_t>(p), g.port_bandwidth(d, p));
+      weighted(choices, list);
+      uplink_rows_[size_t(uplink_table_[d]) * keys_ + k] = add_list(d);
     }
   }
 }
@@ -265,16 +337,14 @@ uint32_t Routing::node_next(uint32_t node, uint32_t device, protocol::FabricTran
       if (choice == PortLists::kNone)
         throw std::runtime_error("GPU " + std::to_string(t.source) + " has no way out of its node to GPU " +
                                  std::to_string(t.destination));
-      // The GPU's own offset, not the transfer's identity: GPUs that share their nearest
-      // gateways start on different ones (a transfer's chunks still take them in turn), as
-      // NCCL gives neighbouring GPUs different NICs.
-      t.gateway = node_lists_.pick(choice, t.chunk + uint64_t(t.step) * 7 + device);
+      t.gateway = node_lists_.pick(choice, gateway_hash(t));
     }
     if (gateway_index_[device] == static_cast<int32_t>(t.gateway)) {
       const uint32_t per_node = topology_.gateways_per_node();
       const uint32_t here = node * per_node + t.gateway;
       const uint32_t there = (t.destination / nt.gpus) * per_node + t.gateway;
-      return nt.graph.ports(device) + gateway_uplink(here, there, h);
+      t.turn = gateway_turn(t, h);
+      return nt.graph.ports(device) + gateway_uplink(here, there, t.turn);
     }
     target = nt.gpus + t.gateway;
   }
@@ -285,25 +355,39 @@ uint32_t Routing::node_next(uint32_t node, uint32_t device, protocol::FabricTran
   return node_lists_.pick(list, h);
 }
 
-uint32_t Routing::gateway_uplink(uint32_t gateway, uint32_t destination, uint64_t h) const {
-  const uint32_t row = uplink_table_[gateway];
-  if (row == PortLists::kNone) return 0;
-  return net_lists_.pick(uplink_rows_[size_t(row) * keys_ + key_of_[destination]], h);
+uint64_t Routing::gateway_turn(const protocol::FabricTransfer& t, uint64_t h) const {
+  const NodeTemplate& nt = topology_.node;
+  const uint32_t gpu = t.source % nt.gpus;
+  const uint32_t list = gateway_choice_[gpu];
+  if (list == PortLists::kNone) return h;
+  const auto [first, count] = gateway_entries_[size_t(gpu) * nt.gateways.size() + t.gateway];
+  const uint32_t n = node_lists_.size(list);
+  const uint64_t g = gateway_hash(t);
+  const uint32_t entry = static_cast<uint32_t>(g % n);
+  // A chunk that did not pick this gateway by its hash (a reduced sum leaving a switch).
+  if (entry < first || entry >= uint32_t(first) + count) return h;
+  // Its place among its transfer's chunks through this gateway, from the transfer's own offset.
+  return g / n * count + (entry - first) + identity(t);
 }
 
-uint32_t Routing::network_next(uint32_t device, const protocol::FabricTransfer& t) const {
+uint32_t Routing::gateway_uplink(uint32_t gateway, uint32_t destination, uint64_t& turn) const {
+  const uint32_t row = uplink_table_[gateway];
+  if (row == PortLists::kNone) return 0;
+  return net_lists_.pick_turn(uplink_rows_[size_t(row) * keys_ + key_of_[destination]], turn);
+}
+
+uint32_t Routing::network_next(uint32_t device, protocol::FabricTransfer& t) const {
   const Network& net = topology_.network;
   const uint32_t per_node = topology_.gateways_per_node();
   const uint32_t destination = (t.destination / topology_.node.gpus) * per_node + t.gateway;
-  const uint64_t h = hash(t);
   const auto& direct = direct_[device - net.gateways];
   auto it = std::lower_bound(direct.begin(), direct.end(), std::make_pair(destination, 0u));
-  if (it != direct.end() && it->first == destination) return net_lists_.pick(it->second, h);
+  if (it != direct.end() && it->first == destination) return net_lists_.pick_turn(it->second, t.turn);
   const uint32_t list = switch_table_[size_t(device - net.gateways) * keys_ + key_of_[destination]];
   if (list == PortLists::kNone)
     throw std::runtime_error("no route from " + net.graph.devices[device].name + " to " +
                              net.graph.devices[destination].name);
-  return net_lists_.pick(list, h);
+  return net_lists_.pick_turn(list, t.turn);
 }
 
 }  // namespace tessera::platforms

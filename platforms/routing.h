@@ -8,7 +8,13 @@
 // GPUs never forward (they are the ends of paths), and neither do gateways of other nodes.
 // Path cost counts hops, a PCIe hop as four (NVLink is preferred where it reaches). Where
 // several next hops are equally short, each is taken in proportion to its link's
-// bandwidth, chosen by a hash of the transfer (flow, step, chunk): ECMP.
+// bandwidth (ECMP): inside a node by a hash of the transfer (flow, step, chunk), so that
+// consecutive chunks take consecutive entries of the weighted list; in the network by the
+// chunk's turn, its place among the chunks of its transfer that reached the device. A hash
+// reused at every stage correlates the stages (the chunks that took gateway 0 of a list of
+// 18 entries have hashes 0..4 mod 18 and reach only some of that gateway's 20 uplinks; those
+// that took aggregation switch a of 32 reach core a mod 8 only): counting turns spreads every
+// stage's chunks round-robin over its equal-cost ports.
 //
 // Tables scale with the platform's parts, not with GPUs x devices: the node template's table is
 // shared by every node; network switches keep one entry per group of gateways that hang off
@@ -18,6 +24,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,11 +37,26 @@ namespace tessera::platforms {
 struct PortLists {
   std::vector<uint32_t> begin{0};
   std::vector<uint16_t> ports;
+  // Lists picked by turn (the network's): per entry, how many entries of its list lead to the
+  // same next device, and how many of those come before it.
+  std::vector<uint16_t> same_next, before;
+
   uint32_t add(const std::vector<uint16_t>& list);
+  // A list picked by turn; `next[i]` is the device entry i leads to.
+  uint32_t add(const std::vector<uint16_t>& list, const std::vector<uint32_t>& next);
   uint32_t size(uint32_t list) const { return begin[list + 1] - begin[list]; }
   uint16_t pick(uint32_t list, uint64_t hash) const {
     const uint32_t n = size(list);
     return ports[begin[list] + (n == 1 ? 0 : hash % n)];
+  }
+  // Picks entry `turn` mod n and makes `turn` the chunk's place among the chunks of its
+  // transfer that take this list to the same next device: consecutive turns take consecutive
+  // entries here, and those that meet again at the next device are consecutive there too.
+  uint16_t pick_turn(uint32_t list, uint64_t& turn) const {
+    const uint32_t n = size(list);
+    const uint32_t i = begin[list] + (n == 1 ? 0 : static_cast<uint32_t>(turn % n));
+    turn = turn / n * same_next[i] + before[i];
+    return ports[i];
   }
   static constexpr uint32_t kNone = 0xffffffffu;
 };
@@ -51,13 +73,9 @@ class Routing {
   // also picks the gateway (t.gateway) for transfers that leave the node. A GPU sends
   // in-switch reduction and multicast chunks to one of its NVSwitches (by ECMP).
   uint32_t node_next(uint32_t node, uint32_t device, protocol::FabricTransfer& t) const;
-  // The output port of network device `device` (a network switch) for transfer `t`.
-  uint32_t network_next(uint32_t device, const protocol::FabricTransfer& t) const;
-  // The gateway a GPU (template index) sends in-network reduction chunks through: one of its
-  // nearest, the GPUs that share a set of nearest gateways taking them in turn (as NCCL gives
-  // each GPU its own NIC). Such chunks leave the gateway by its first uplink, where the
-  // aggregation tree starts (platforms/aggregation.h). -1: the node has no way out.
-  int32_t home_gateway(uint32_t gpu) const { return home_gateway_[gpu]; }
+  // The output port of network device `device` (a network switch) for transfer `t` (whose
+  // turn it advances).
+  uint32_t network_next(uint32_t device, protocol::FabricTransfer& t) const;
 
   // One link of a path: the one leaving `device` through `port`, a device of node `node`'s
   // template graph or (network) of the network graph.
@@ -72,17 +90,32 @@ class Routing {
   void walk(protocol::FabricTransfer t, Visit&& visit) const;
 
   // Consecutive chunks take consecutive entries of a weighted list, so a transfer's chunks
-  // spread over equal-cost ports exactly in proportion to their bandwidth. The source and the
-  // destination are part of it, as addresses are of a real ECMP hash: transfers of one
-  // collective step between different pairs spread too (in flow fidelity a transfer is one
-  // flow and takes one path).
-  static uint64_t hash(const protocol::FabricTransfer& t) {
-    return t.chunk + uint64_t(t.step) * 7 + t.flow * 13 + uint64_t(t.source) * 5 + uint64_t(t.destination) * 3;
+  // spread over equal-cost ports exactly in proportion to their bandwidth.
+  static uint64_t hash(const protocol::FabricTransfer& t) { return t.chunk + uint64_t(t.step) * 7 + identity(t); }
+  // The transfer's own offset: its flow and, as addresses are in a real ECMP hash, its source
+  // and destination, so that transfers of one collective step between different pairs spread
+  // too (in flow fidelity a transfer is one flow and takes one path).
+  static uint64_t identity(const protocol::FabricTransfer& t) {
+    return t.flow * 13 + uint64_t(t.source) * 5 + uint64_t(t.destination) * 3;
   }
+  // A source GPU picks its gateway by the chunk and its own place in the node, not the
+  // transfer's identity: GPUs that share their nearest gateways start on different ones (a
+  // transfer's chunks still take them in turn), as NCCL gives neighbouring GPUs different NICs.
+  uint64_t gateway_hash(const protocol::FabricTransfer& t) const {
+    return t.chunk + uint64_t(t.step) * 7 + t.source % topology_.node.gpus;
+  }
+  // The gateway a GPU (template index) sends in-network reduction chunks through: one of its
+  // nearest, the GPUs that share a set of nearest gateways taking them in turn (as NCCL gives
+  // each GPU its own NIC). Such chunks leave the gateway by its first uplink, where the
+  // aggregation tree starts (platforms/aggregation.h). -1: the node has no way out.
+  int32_t home_gateway(uint32_t gpu) const { return home_gateway_[gpu]; }
 
  private:
   uint32_t node_target(uint32_t node, const protocol::FabricTransfer& t) const;
-  uint32_t gateway_uplink(uint32_t gateway_device, uint32_t destination_gateway, uint64_t h) const;
+  uint32_t gateway_uplink(uint32_t gateway_device, uint32_t destination_gateway, uint64_t& turn) const;
+  // The chunk's turn at gateway `gateway` of its source node: its place among the chunks of
+  // its transfer that the source GPU sent there (hash `h` picked the gateway).
+  uint64_t gateway_turn(const protocol::FabricTransfer& t, uint64_t h) const;
   void build_node_tables();
   void build_network_tables();
 
@@ -92,6 +125,8 @@ class Routing {
   std::vector<uint32_t> node_table_;     // device * node_targets_ + target -> list
   std::vector<uint32_t> gateway_choice_; // per GPU: list of gateway indices (into node_lists_)
   std::vector<int32_t> home_gateway_;    // per GPU: its in-network reduction gateway, or -1
+  std::vector<std::pair<uint16_t, uint16_t>> gateway_entries_;  // GPU * gateways + g: g's entries
+                                                               // in the list (first, count)
   std::vector<int32_t> gateway_index_;   // template device -> gateway index, or -1
   std::vector<uint32_t> nvswitch_ports_; // per GPU: its NVLink ports (in-switch reduction)
 
@@ -102,6 +137,20 @@ class Routing {
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> direct_;  // per switch: (gateway, list)
   std::vector<uint32_t> uplink_table_;   // per gateway with several uplinks: row into uplink_rows_
   std::vector<uint32_t> uplink_rows_;    // row * keys_ + key -> list
+};
+
+// A platform's graph and its routes, generated once and shared: the command line checks a
+// platform with them before a run (an unroutable network is a bad input), and the builder
+// instantiates its modules from the same object instead of generating and routing again.
+struct RoutedTopology {
+  // Throws PlatformError for a platform that cannot be built or routed.
+  explicit RoutedTopology(const PlatformConfig& config)
+      : graph(generate_topology(config)), routing(graph) {}
+  RoutedTopology(const RoutedTopology&) = delete;
+  RoutedTopology& operator=(const RoutedTopology&) = delete;
+
+  const PlatformGraph graph;
+  const Routing routing;  // refers to `graph`
 };
 
 template <typename Visit>

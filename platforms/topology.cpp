@@ -38,7 +38,8 @@ uint32_t Graph::add_device(DeviceKind kind, std::string name, double latency_ns)
   return static_cast<uint32_t>(devices.size() - 1);
 }
 
-uint32_t Graph::connect(uint32_t a, uint32_t b, LinkKind kind, const protocol::LinkTiming& timing) {
+uint32_t Graph::connect(uint32_t a, uint32_t b, LinkKind kind, const protocol::LinkTiming& timing,
+                        uint32_t lanes) {
   GraphLink link;
   link.a = a;
   link.b = b;
@@ -46,11 +47,18 @@ uint32_t Graph::connect(uint32_t a, uint32_t b, LinkKind kind, const protocol::L
   link.b_port = ports(b);
   link.kind = kind;
   link.timing = timing;
+  link.lanes = lanes;
   links.push_back(link);
   const uint32_t id = static_cast<uint32_t>(links.size() - 1);
   devices[a].port_links.push_back(id);
   devices[b].port_links.push_back(id);
   return id;
+}
+
+uint32_t Graph::physical_ports(uint32_t device) const {
+  uint32_t n = 0;
+  for (uint32_t l : devices[device].port_links) n += links[l].lanes;
+  return n;
 }
 
 uint32_t Graph::neighbor(uint32_t device, uint32_t port) const {
@@ -87,7 +95,7 @@ void build_node(const PlatformConfig& c, NodeTemplate& nt) {
     nvswitches.push_back(sw);
     g.devices[sw].chips = static_cast<uint32_t>(n.nvlink.switches);
     for (int i = 0; i < n.gpus && lanes > 0; ++i)
-      g.connect(static_cast<uint32_t>(i), sw, LinkKind::Nvlink, nvlink.timing(lanes));
+      g.connect(static_cast<uint32_t>(i), sw, LinkKind::Nvlink, nvlink.timing(lanes), static_cast<uint32_t>(lanes));
   } else {
     for (int s = 0; s < n.nvlink.switches; ++s) {
       const uint32_t sw = g.add_device(DeviceKind::NvSwitch, "nvswitch" + str(s),
@@ -96,7 +104,7 @@ void build_node(const PlatformConfig& c, NodeTemplate& nt) {
       const int lanes = c.nvlinks_to_switch(s);
       if (lanes <= 0) continue;
       for (int i = 0; i < n.gpus; ++i)
-        g.connect(static_cast<uint32_t>(i), sw, LinkKind::Nvlink, nvlink.timing(lanes));
+        g.connect(static_cast<uint32_t>(i), sw, LinkKind::Nvlink, nvlink.timing(lanes), static_cast<uint32_t>(lanes));
     }
   }
 
@@ -182,15 +190,13 @@ class NetworkBuilder {
   uint32_t gateway(uint32_t node, uint32_t gw) const {
     return node * static_cast<uint32_t>(nt_.gateways.size()) + gw;
   }
-  void attach(uint32_t gateway_device, uint32_t sw, double lanes = 1.0) {
-    protocol::LinkTiming t = nt_.uplink_timing;
-    t.bandwidth_bytes_per_s *= lanes;
-    g_.connect(gateway_device, sw, LinkKind::Network, t);
+  void attach(uint32_t gateway_device, uint32_t sw) {
+    g_.connect(gateway_device, sw, LinkKind::Network, nt_.uplink_timing);
   }
-  void cable(uint32_t a, uint32_t b, double lanes = 1.0) {
+  void cable(uint32_t a, uint32_t b, uint32_t lanes = 1) {
     protocol::LinkTiming t = switch_timing_;
     t.bandwidth_bytes_per_s *= lanes;
-    g_.connect(a, b, LinkKind::Network, t);
+    g_.connect(a, b, LinkKind::Network, t, lanes);
   }
   // Connects `from` switches, `up` uplinks each, to `to` switches round-robin; parallel
   // uplinks to the same switch become one link of several lanes.
@@ -203,6 +209,16 @@ class NetworkBuilder {
         ++lanes[to[(j + (stagger ? i * up : 0)) % to.size()]];
       for (const auto& [sw, count] : lanes) cable(from[i], sw, count);
     }
+  }
+
+  // How many switches of radix k take the `up` uplinks of each of `below` switches: the fewest,
+  // at least below x up / k, that divide `up`, so that every switch below gives each of them
+  // up / count lanes and each of them has below x up / count <= k ports. 0: none fits.
+  static uint32_t even_count(uint32_t below, uint32_t up, uint32_t k) {
+    const uint32_t needed = std::max<uint32_t>(1, (below * up + k - 1) / k);
+    for (uint32_t count = needed; count <= up; ++count)
+      if (up % count == 0) return count;
+    return 0;
   }
 
   // Leaf ports down and up: down/up = oversubscription.
@@ -225,7 +241,7 @@ class NetworkBuilder {
       if (n > k)
         throw PlatformError("network.tiers", str(n) + " leaf switches do not fit under one tier of " +
                                                  str(k) + "-port spines; use tiers: 3");
-      const uint32_t spines = std::max<uint32_t>(1, (n * up + k - 1) / k);
+      const uint32_t spines = even_count(n, up, k);
       std::vector<uint32_t> top;
       for (uint32_t s = 0; s < spines; ++s) top.push_back(add_switch("spine" + str(s)));
       spread(leaves, up, top, false);
@@ -239,7 +255,7 @@ class NetworkBuilder {
     if (pods > k)
       throw PlatformError("network.radix", str(n) + " leaf switches need more than three tiers of " +
                                                str(k) + "-port switches");
-    const uint32_t cores_per_group = std::max<uint32_t>(1, (pods * agg_up + k - 1) / k);
+    const uint32_t cores_per_group = even_count(pods, agg_up, k);
     std::vector<std::vector<uint32_t>> core_groups(up);
     for (uint32_t a = 0; a < up; ++a)
       for (uint32_t c = 0; c < cores_per_group; ++c)
@@ -352,10 +368,10 @@ class NetworkBuilder {
     for (uint32_t s = 0; s < per_node; ++s) {
       const uint32_t up = nt_.uplinks[s];
       if (up == 0) continue;
-      const uint32_t count = std::max<uint32_t>(1, (static_cast<uint32_t>(c_.nodes) * up + k - 1) / k);
-      if (count > up)
-        throw PlatformError("network.radix", "plane " + str(s) + " needs " + str(count) +
-                                                 " second-tier NVSwitches but a node switch has only " +
+      const uint32_t count = even_count(static_cast<uint32_t>(c_.nodes), up, k);
+      if (count == 0)
+        throw PlatformError("network.radix", "plane " + str(s) + " needs more than " + str(up) +
+                                                 " second-tier NVSwitches of " + str(k) + " ports but a node switch has only " +
                                                  str(up) + " uplinks; raise the radix");
       std::vector<uint32_t> top;
       for (uint32_t i = 0; i < count; ++i) {

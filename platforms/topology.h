@@ -30,7 +30,8 @@ struct GraphLink {
   uint32_t a = 0, b = 0;            // devices
   uint32_t a_port = 0, b_port = 0;  // their port numbers
   LinkKind kind = LinkKind::Nvlink;
-  protocol::LinkTiming timing;      // per direction
+  protocol::LinkTiming timing;      // per direction (all its lanes)
+  uint32_t lanes = 1;               // physical links bonded into this one: ports at each end
 };
 
 struct GraphDevice {
@@ -47,7 +48,10 @@ struct Graph {
   std::vector<GraphLink> links;
 
   uint32_t add_device(DeviceKind kind, std::string name, double latency_ns);
-  uint32_t connect(uint32_t a, uint32_t b, LinkKind kind, const protocol::LinkTiming& timing);
+  uint32_t connect(uint32_t a, uint32_t b, LinkKind kind, const protocol::LinkTiming& timing,
+                   uint32_t lanes = 1);
+  // Physical ports of `device`: the lanes of its links.
+  uint32_t physical_ports(uint32_t device) const;
   // The device at the other end of `device`'s `port`.
   uint32_t neighbor(uint32_t device, uint32_t port) const;
   uint32_t ports(uint32_t device) const {

@@ -240,7 +240,8 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
   if (s.chunk_kib <= 0) throw InputError("--chunk-kib must be positive, got " + std::to_string(s.chunk_kib));
   if (s.trace_bucket_us <= 0) throw InputError("--trace-bucket-us must be positive");
 
-  platforms::PlatformConfig platform = build_platform(s.platform);
+  std::shared_ptr<const platforms::RoutedTopology> topology;
+  platforms::PlatformConfig platform = build_platform(s.platform, &topology);
   for (const std::string* output : {&s.report, &s.trace})
     if (!output->empty()) check_writable(*output);
   Workload workload = build_workload(s, vm, platform);
@@ -252,7 +253,7 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
     const int gpus = static_cast<int>(job.ranks.size());
     s.platform.gpus = gpus;
     s.platform.sets.push_back("node.pcie.switches=" + std::to_string(std::gcd(gpus, platform.node.pcie.switches)));
-    platform = build_platform(s.platform);
+    platform = build_platform(s.platform, &topology);
   }
   if (static_cast<size_t>(platform.gpu_count()) != job.ranks.size())
     throw InputError("the job has " + std::to_string(job.ranks.size()) + " ranks but the platform has " +
@@ -279,6 +280,7 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
   options.trace = !s.trace.empty();
   options.trace_bucket_us = s.trace_bucket_us;
   options.progress = true;
+  options.topology = topology;
   SimulationResult result = simulate(platform, job, options);
   if (result.deadlocked) {
     err << "tessera: error: " << describe_deadlock(result) << "\n";

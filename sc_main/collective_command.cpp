@@ -187,7 +187,7 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
     throw InputError("--protocol: unknown protocol '" + protocol + "'");
   if (vm.count("channels") && (channels <= 0 || channels > 64)) throw InputError("--channels must be 1..64");
   s.options.collectives.channels = int(channels);
-  const platforms::PlatformConfig platform = build_platform(platform_settings);
+  const platforms::PlatformConfig platform = build_platform(platform_settings, &s.options.topology);
   const int gpu_count = platform.gpu_count();
   if (vm.count("gpus-per-node")) {
     if (gpus_per_node <= 0 || gpu_count % gpus_per_node != 0)

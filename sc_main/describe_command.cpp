@@ -37,9 +37,10 @@ int command_describe(const std::vector<std::string>& args, std::ostream& out) {
   desc.add(path);
   po::variables_map vm;
   if (!parse_command_options(args, desc, out, vm)) return 0;
-  const platforms::PlatformConfig config = build_platform(settings);
-  const platforms::PlatformGraph graph = platforms::generate_topology(config);
-  const platforms::Routing routing(graph);
+  std::shared_ptr<const platforms::RoutedTopology> routed;
+  const platforms::PlatformConfig config = build_platform(settings, &routed);
+  const platforms::PlatformGraph& graph = routed->graph;
+  const platforms::Routing& routing = routed->routing;
   const int64_t gpus = graph.gpu_count();
   if (to < 0) to = gpus - 1;
   if (from < 0 || from >= gpus || to >= gpus)

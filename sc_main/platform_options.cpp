@@ -1,8 +1,6 @@
 #include "sc_main/platform_options.h"
 
 #include "platforms/platform_file.h"
-#include "platforms/routing.h"
-#include "platforms/topology.h"
 #include "sc_main/input_error.h"
 
 namespace po = boost::program_options;
@@ -34,7 +32,8 @@ bool parse_command_options(const std::vector<std::string>& args, const po::optio
   return false;
 }
 
-platforms::PlatformConfig build_platform(const PlatformSettings& s) {
+platforms::PlatformConfig build_platform(const PlatformSettings& s,
+                                         std::shared_ptr<const platforms::RoutedTopology>* routed) {
   std::vector<std::string> sets = s.sets;
   if (s.nodes != 0) sets.push_back("nodes=" + std::to_string(s.nodes));
   if (s.gpus != 0) sets.push_back("node.gpus=" + std::to_string(s.gpus));
@@ -52,8 +51,8 @@ platforms::PlatformConfig build_platform(const PlatformSettings& s) {
   };
   try {
     p.validate();
-    const platforms::PlatformGraph graph = platforms::generate_topology(p);
-    const platforms::Routing routing(graph);
+    auto topology = std::make_shared<const platforms::RoutedTopology>(p);
+    if (routed != nullptr) *routed = std::move(topology);
   } catch (const platforms::PlatformError& e) {
     throw InputError((p.source.empty() ? p.name : p.source) + ": " + e.key() + ": " + e.what());
   }

@@ -2,6 +2,7 @@
 // platform they describe, checked: a bad value is an InputError naming the option or key.
 #pragma once
 
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include <boost/program_options.hpp>
 
 #include "platforms/platform_config.h"
+#include "platforms/routing.h"
 
 namespace tessera::app {
 
@@ -28,7 +30,9 @@ bool parse_command_options(const std::vector<std::string>& args,
                            boost::program_options::variables_map& vm);
 
 // The platform with the command line's changes, validated, its topology generated and routed
-// once (so an unbuildable or unroutable platform fails here, before any simulation).
-platforms::PlatformConfig build_platform(const PlatformSettings& s);
+// once (so an unbuildable or unroutable platform fails here, before any simulation); the
+// graph and routes go to `routed` when given, for the builder to reuse.
+platforms::PlatformConfig build_platform(const PlatformSettings& s,
+                                         std::shared_ptr<const platforms::RoutedTopology>* routed = nullptr);
 
 }  // namespace tessera::app

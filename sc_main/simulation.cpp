@@ -79,8 +79,8 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
   models::CollectiveEngineConfig collectives = options.collectives;
   collectives.chunk_bytes = options.chunk_bytes;
   check_collective_choices(job);
-  platforms::Platform& platform =
-      *new platforms::Platform("platform", config, job, pool, collectives, options.fidelity);
+  platforms::Platform& platform = *new platforms::Platform("platform", config, job, pool, collectives,
+                                                                  options.fidelity, options.topology);
 
   // One dependency graph per distinct program.
   std::map<const workloads::Program*, std::shared_ptr<const models::ProgramGraph>> graphs;

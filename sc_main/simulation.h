@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,8 @@ struct SimulationOptions {
   double trace_bucket_us = 10.0;         // link counter resolution in the trace
   bool progress = false;                 // print progress on stderr
   platforms::Fidelity fidelity = platforms::Fidelity::Packet;
+  // The platform's graph and routes when the caller has them (build_platform); else computed.
+  std::shared_ptr<const platforms::RoutedTopology> topology;
 };
 
 struct RankResult {

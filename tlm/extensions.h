@@ -108,6 +108,8 @@ struct FabricTransfer : tlm::tlm_extension<FabricTransfer> {
   uint32_t chunk = 0;                 // chunk index within the step
   uint32_t gateway = 0;               // the gateway (NIC) a transfer between nodes leaves and
                                       // arrives through: set by the source GPU's first hop
+  uint64_t turn = 0;                  // routing's ECMP counter in the network: the chunk's place
+                                      // among its transfer's chunks that reached this device
   uint16_t channel = 0;               // collective channel (picks the GPU's fabric port)
   uint16_t steps = 1;                 // algorithm steps in series the transfer stands for: 1,
                                       // but flow fidelity merges a ring's steps into one

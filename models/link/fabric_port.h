@@ -7,19 +7,27 @@
 //              return path (TLM_UPDATED) when space is free at once, later on the backward path
 //              when space frees. Until END_REQ the egress port may not start the next chunk
 //              (the request exclusion rule), so a full buffer stalls the sender: backpressure.
-//   BEGIN_RESP ingress -> egress when the whole chunk has arrived (from the ingress PEQ); the
-//              egress answers TLM_COMPLETED, which ends the hop transaction.
+//   BEGIN_RESP ingress -> egress when the whole chunk has arrived (from the ingress's arrival
+//              queue); the egress answers TLM_COMPLETED, which ends the hop transaction.
 // The same payload then starts its next hop from the node that received it.
+//
+// A large platform has hundreds of thousands of ports (a 16,384-GPU cluster: 190,000 links, an
+// egress and an ingress each), so a port is not a module of its own: its plain TLM socket,
+// its event and its method process are children of the device that owns it (the port's name
+// is the socket's), and it implements the transport interface itself. The convenience
+// sockets of tlm_utils and peq_with_cb_and_phase cost several SystemC objects and kilobytes
+// per instance; a link delivers its chunks in the order it sent them, so the ingress's
+// payload event queue is a FIFO.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include <systemc>
+#include <tlm>
 
 #include "models/link/link.h"
 #include "models/link/ring_queue.h"
-#include "tlm/sockets.h"
 
 namespace tessera::models {
 
@@ -38,12 +46,13 @@ class PacketSink {
   virtual void packet_arrived(unsigned port, tlm::tlm_generic_payload& gp) = 0;
 };
 
-// Receiving side of a link: a buffer of `capacity` chunks.
-class IngressPort : public sc_core::sc_module, public PacketSource {
+// Receiving side of a link: a buffer of `capacity` chunks. Construct it while its owner
+// module is being elaborated (its socket, event and process become the owner's children).
+class IngressPort : public PacketSource, private tlm::tlm_fw_transport_if<> {
  public:
-  protocol::TargetSocket<IngressPort> socket;
+  tlm::tlm_target_socket<> socket;
 
-  IngressPort(sc_core::sc_module_name name, PacketSink& owner, unsigned index, unsigned capacity);
+  IngressPort(const char* name, PacketSink& owner, unsigned index, unsigned capacity);
 
   // The owner forwarded or consumed a chunk: its slot is free again.
   void packet_left(tlm::tlm_generic_payload& gp) override;
@@ -53,9 +62,20 @@ class IngressPort : public sc_core::sc_module, public PacketSource {
   bool stalling() const { return pending_ != nullptr; }
 
  private:
+  struct Arrival {
+    tlm::tlm_generic_payload* gp = nullptr;
+    sc_core::sc_time at;
+  };
+
   tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
-                                     sc_core::sc_time& delay);
-  void arrival(tlm::tlm_generic_payload& gp, const tlm::tlm_phase& phase);
+                                     sc_core::sc_time& delay) override;
+  void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) override;
+  bool get_direct_mem_ptr(tlm::tlm_generic_payload& gp, tlm::tlm_dmi& dmi) override;
+  unsigned int transport_dbg(tlm::tlm_generic_payload& gp) override;
+
+  // The chunk arrives whole `delay` from now (never before the chunks already on the wire).
+  void schedule(tlm::tlm_generic_payload& gp, const sc_core::sc_time& delay);
+  void deliver();
 
   PacketSink& owner_;
   unsigned index_;
@@ -63,16 +83,18 @@ class IngressPort : public sc_core::sc_module, public PacketSource {
   unsigned occupied_ = 0;
   tlm::tlm_generic_payload* pending_ = nullptr;  // a request waiting for a free slot
   sc_core::sc_time pending_delay_;
-  protocol::PayloadEventQueue<IngressPort> peq_;
+  RingQueue<Arrival> arrivals_;  // chunks on the wire, in order of arrival
+  sc_core::sc_event arrival_;    // the first of them has arrived
 };
 
 // Sending side of a link: one queue per input, round-robin arbitration among the inputs with a
-// chunk waiting, one chunk on the wire at a time for its serialization time.
-class EgressPort : public sc_core::sc_module {
+// chunk waiting, one chunk on the wire at a time for its serialization time. Construct it while
+// its owner module is being elaborated.
+class EgressPort : private tlm::tlm_bw_transport_if<> {
  public:
-  protocol::InitiatorSocket<EgressPort> socket;
+  tlm::tlm_initiator_socket<> socket;
 
-  EgressPort(sc_core::sc_module_name name, unsigned inputs);
+  EgressPort(const char* name, unsigned inputs);
 
   // The wire this port drives (its socket is bound to the far end's ingress socket):
   // serialization and latency use its timing, and it counts what it carries.
@@ -102,7 +124,8 @@ class EgressPort : public sc_core::sc_module {
   void accepted();
   void serialization_done();
   tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
-                                     sc_core::sc_time& delay);
+                                     sc_core::sc_time& delay) override;
+  void invalidate_direct_mem_ptr(sc_dt::uint64 start, sc_dt::uint64 end) override;
 
   Link* link_ = nullptr;
   sc_core::sc_time hop_latency_;

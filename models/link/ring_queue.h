@@ -14,6 +14,7 @@ class RingQueue {
   bool empty() const { return head_ == tail_; }
   size_t size() const { return tail_ - head_; }
   T& front() { return slots_[head_ & mask_]; }
+  T& back() { return slots_[(tail_ - 1) & mask_]; }
   void push(T value) {
     if (size() == slots_.size()) grow();
     slots_[tail_++ & mask_] = std::move(value);

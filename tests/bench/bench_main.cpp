@@ -104,12 +104,12 @@ void build_cluster(int nodes) {
     program->ops.push_back(op);
     for (int r = 0; r < p.gpu_count(); ++r) job.ranks.push_back({r, program, {}, {}});
     const auto start = std::chrono::steady_clock::now();
-    const tessera::platforms::PlatformGraph graph = tessera::platforms::generate_topology(p);
-    const tessera::platforms::Routing routing(graph);
+    auto routed = std::make_shared<const tessera::platforms::RoutedTopology>(p);
     const double route_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     // Kept until the process ends, as simulate() does (teardown is quadratic in SystemC 2.3).
     auto& pool = *new tessera::protocol::PayloadPool;
-    auto& platform = *new tessera::platforms::Platform("platform", p, job, pool, tessera::models::CollectiveEngineConfig{});
+    auto& platform = *new tessera::platforms::Platform("platform", p, job, pool, tessera::models::CollectiveEngineConfig{},
+                                                        tessera::platforms::Fidelity::Packet, routed);
     const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return nlohmann::json{{"route_s", route_s}, {"build_s", build_s}, {"rss_mib", peak_rss_mib()},
                           {"links", platform.links().size()}, {"switches", platform.switches().size()}};

@@ -271,8 +271,9 @@ TEST(Sensitivity, TorusTransferFollowsTheTorusLinkNotNics) {
 
 TEST(Sensitivity, NvlinkNetworkTransferFollowsItsUplinksNotNics) {
   // nvl-256 cut to 2 nodes: node 0's GPUs send to node 1's through the 72 uplink NVLinks of
-  // the node's NVSwitches (2:1 against the GPUs' 144).
-  const uint64_t S = 8 * MiB;
+  // the node's NVSwitches (2:1 against the GPUs' 144). 256 chunks per GPU: each uplink
+  // carries about 28, so the start and end of the transfer weigh little.
+  const uint64_t S = 32 * MiB;
   const PlatformConfig base = load_platform("nvl-256", {"nodes=2"});
   const workloads::Job job = node_to_node(base, S);
   const double fill = pipeline_fill_s(base, 0, 8);
@@ -282,15 +283,15 @@ TEST(Sensitivity, NvlinkNetworkTransferFollowsItsUplinksNotNics) {
   const auto& l = base.network.link;
   const double uplinks = base.node.gpus * base.gpu.nvlink_ports / base.network.oversubscription;
   const double rate = uplinks * effective(l.bandwidth_gb_per_s * 1e9, l.max_packet_bytes, l.packet_overhead_bytes);
-  // Measured: 997 GB/s of the 1,694 GB/s the uplinks carry. Each uplink gets about seven
-  // chunks here, and the gateway and the uplink are picked from the same chunk hash, so the
-  // chunks that pick one NVSwitch reach only some of its uplinks (a suspected ECMP
-  // polarization in routing.cpp, left to its owner): the test holds the share above one half.
+  // Measured: 1,310 GB/s of the 1,440 GB/s the uplinks carry (91%; 2:1 against 1:1, 1.83).
+  // The chunks that take a gateway spread round-robin over its uplinks (routing.h: turns);
+  // what is missing is each uplink's first chunk arriving when the GPUs' chunks reach it in
+  // turn. With the gateway's hash reused for the uplink the share was 77%.
   const double achieved = 8.0 * S / (t0 - fill);
-  EXPECT_GT(achieved, 0.5 * rate);
+  EXPECT_GT(achieved, 0.88 * rate);
   EXPECT_LE(achieved, 1.03 * rate);
   EXPECT_DOUBLE_EQ(t_nic, t0);
-  EXPECT_GT((t0 - fill) / (t_full - fill), 1.5) << "t0 " << t0 << " at 1:1 " << t_full;
+  EXPECT_GT((t0 - fill) / (t_full - fill), 1.75) << "t0 " << t0 << " at 1:1 " << t_full;
 }
 
 }  // namespace

@@ -86,6 +86,56 @@ TEST(RailOptimizedBisection, IsHalfTheNodesNicsOverTheOversubscription) {
   }
 }
 
+// The switches of a generated network, each with its physical ports (the lanes of its links)
+// over the radix; empty when every switch fits.
+std::string switches_over_radix(const PlatformConfig& c) {
+  const PlatformGraph g = generate_topology(c);
+  const Graph& net = g.network.graph;
+  std::string over;
+  for (uint32_t x = g.network.gateways; x < net.devices.size(); ++x)
+    if (net.physical_ports(x) > static_cast<uint32_t>(c.network.radix))
+      over += " " + net.devices[x].name + " (" + std::to_string(net.physical_ports(x)) + " ports)";
+  return over;
+}
+
+TEST(ClosNetworks, NoSwitchHasMorePortsThanItsRadix) {
+  // Every node count a radix fits, at 1:1 to 4:1, with two tiers where they suffice and three
+  // beyond; fat trees of one-NIC nodes and rail-optimized DGX H100s.
+  int checked = 0;
+  for (const int radix : {6, 8, 12, 16, 40})
+    for (const double o : {1.0, 1.5, 2.0, 3.0, 4.0})
+      for (const int tiers : {0, 2}) {
+        PlatformConfig probe = single_gpu_nodes(1, Topology::FatTree, radix, o, tiers);
+        const int down = leaf_down(probe);
+        const int most_leaves = tiers == 2 ? radix : radix * (radix / 2);
+        for (int nodes = 1; nodes <= most_leaves * down; nodes += std::max(1, nodes / 8)) {
+          const PlatformConfig c = single_gpu_nodes(nodes, Topology::FatTree, radix, o, tiers);
+          EXPECT_EQ(switches_over_radix(c), "") << "fat tree, radix " << radix << ", " << o << ":1, tiers "
+                                                << tiers << ", " << nodes << " nodes";
+          ++checked;
+        }
+        PlatformConfig rails = load_platform("dgx-h100");
+        rails.network.radix = radix;
+        rails.network.oversubscription = o;
+        rails.network.tiers = tiers;
+        const int most_groups = tiers == 2 ? radix / 8 : radix / 2 * radix / 8;  // 8 rail leaves a group
+        for (int nodes = 1; nodes <= most_groups * down; nodes += std::max(1, nodes / 8)) {
+          rails.nodes = nodes;
+          EXPECT_EQ(switches_over_radix(rails), "") << "rail-optimized, radix " << radix << ", " << o
+                                                    << ":1, tiers " << tiers << ", " << nodes << " nodes";
+          ++checked;
+        }
+      }
+  EXPECT_GT(checked, 1000);
+}
+
+TEST(NvlinkNetwork, NoSecondTierSwitchHasMorePortsThanItsRadix) {
+  for (int nodes = 1; nodes <= 64; ++nodes) {
+    const PlatformConfig c = load_platform("nvl-256", {"nodes=" + std::to_string(nodes)});
+    EXPECT_EQ(switches_over_radix(c), "") << nodes << " nodes";
+  }
+}
+
 TEST(TorusBisection, IsTwiceTheCrossSectionOfTheLastDimension) {
   for (const std::vector<int>& dims :
        std::vector<std::vector<int>>{{4, 4}, {4, 6}, {4, 4, 4}, {2, 4, 8}, {3, 4, 4}}) {
@@ -225,6 +275,63 @@ TEST(Routes, RailOptimizedNetworkKeepsTheRail) {
       }
     }
   EXPECT_GT(through_spines, 0);
+}
+
+// Hops counted by (device, port it leaves through), over chunks 0..chunks-1 of one transfer.
+std::map<std::string, std::map<uint32_t, int>> ports_taken(const PlatformGraph& g, const Routing& routing,
+                                                           uint32_t source, uint32_t destination, uint32_t chunks) {
+  std::map<std::string, std::map<uint32_t, int>> taken;
+  for (uint32_t c = 0; c < chunks; ++c)
+    for (const Hop& h : route(g, routing, source, destination, c)) ++taken[h.from][h.port];
+  return taken;
+}
+
+TEST(Routes, ChunksThatTakeAGatewaySpreadEvenlyOverItsUplinks) {
+  // nvl-256 cut to 2 nodes: a GPU's chunks pick an NVSwitch plane in proportion to its NVLinks
+  // (5, 4, 4, 5 of 18), then one of that switch's 20, 16, 16, 20 uplinks to the plane's one
+  // second-tier switch, which has as many links down to the other node's switch.
+  const PlatformConfig c = load_platform("nvl-256", {"nodes=2"});
+  const PlatformGraph g = generate_topology(c);
+  const Routing routing(g);
+  const std::vector<int> uplinks = {20, 16, 16, 20};
+  for (uint32_t gpu = 0; gpu < 8; ++gpu) {
+    const auto taken = ports_taken(g, routing, gpu, 8 + gpu, 18 * 20);
+    for (uint32_t s = 0; s < 4; ++s) {
+      // Up from node 0's switch s and down from its second-tier switch: every link, evenly.
+      const std::string up = "node0.nvswitch" + std::to_string(s);
+      const std::string down = "plane" + std::to_string(s) + ".nvswitch0";
+      for (const std::string& from : {up, down}) {
+        ASSERT_TRUE(taken.count(from)) << from;
+        const auto& ports = taken.at(from);
+        EXPECT_EQ(static_cast<int>(ports.size()), uplinks[s]) << "GPU " << gpu << " " << from;
+        int least = 1 << 30, most = 0;
+        for (const auto& [port, n] : ports) {
+          least = std::min(least, n);
+          most = std::max(most, n);
+        }
+        EXPECT_LE(most - least, 1) << "GPU " << gpu << " " << from;
+      }
+    }
+  }
+}
+
+TEST(Routes, ThreeTierChunksReachEveryCoreOfTheirAggregationSwitch) {
+  // Radix 8 at 1:1: pods of 4 leaves with 4 aggregation switches; 4 pods, so every
+  // aggregation switch spreads its 4 uplinks over a group of 2 cores. A transfer between pods
+  // crosses leaf -> aggregation (1 of 4) -> core (1 of 2): the chunks through each aggregation
+  // switch take both its cores, evenly (with one hash for both stages, only core a mod 2).
+  const PlatformConfig c = single_gpu_nodes(64, Topology::FatTree, 8, 1.0, 3);
+  const PlatformGraph g = generate_topology(c);
+  const Routing routing(g);
+  const auto taken = ports_taken(g, routing, 0, 63, 64);
+  int aggregation_switches = 0;
+  for (const auto& [from, ports] : taken) {
+    if (from.rfind("pod0.agg", 0) != 0) continue;
+    ++aggregation_switches;
+    ASSERT_EQ(ports.size(), 2u) << from;
+    EXPECT_EQ(ports.begin()->second, ports.rbegin()->second) << from;
+  }
+  EXPECT_EQ(aggregation_switches, 4);
 }
 
 TEST(Routes, ASwitchIslandIsUnroutableAndNamesTheLinks) {
