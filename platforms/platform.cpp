@@ -8,6 +8,7 @@
 #include "models/switch/network_switch.h"
 #include "models/switch/nvswitch.h"
 #include "models/switch/pcie_switch.h"
+#include "models/switch/root_complex.h"
 
 namespace tessera::platforms {
 
@@ -200,6 +201,15 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
           nc.network_port = ng.ports(v);
           nc.message_overhead = sc_core::sc_time(config_.node.nics.message_overhead_ns, sc_core::SC_NS);
           module = std::make_unique<models::Nic>(mname.c_str(), nc);
+          break;
+        }
+        case DeviceKind::RootComplex: {
+          models::RootComplexConfig rc;
+          rc.crossbar = cc;
+          rc.memory.capacity_bytes = config_.node.host.memory_gib * double(1ull << 30);
+          rc.memory.bandwidth_bytes_per_s = config_.node.host.memory_bandwidth_gb_per_s * 1e9;
+          rc.peer_through_memory = config_.node.host.peer_through_memory;
+          module = std::make_unique<models::RootComplex>(mname.c_str(), rc);
           break;
         }
         default: module = std::make_unique<models::PcieSwitch>(mname.c_str(), cc); break;

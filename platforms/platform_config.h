@@ -62,9 +62,13 @@ struct NicSpec {
   double latency_ns = 0.0;            // NIC pipeline latency, one direction
 };
 
+// The host: its memory hangs off the root complex (models/memory/host_memory.h).
 struct HostSpec {
   double memory_gib = 2048.0;
-  double memory_bandwidth_gb_per_s = 300.0;
+  double memory_bandwidth_gb_per_s = 300.0;  // reads and writes together
+  // Traffic crossing the root complex between PCIe ports is staged in host memory (a write
+  // and a read per byte; false: peer to peer through the root complex).
+  bool peer_through_memory = true;
 };
 
 struct NodeSpec {

@@ -298,6 +298,7 @@ const std::map<std::string, Setter>& leaves() {
 
     add_number(t, "node.host.memory_gib", [](C& c) -> double& { return c.node.host.memory_gib; });
     add_number(t, "node.host.memory_bandwidth_gb_per_s", [](C& c) -> double& { return c.node.host.memory_bandwidth_gb_per_s; });
+    add_bool(t, "node.host.peer_through_memory", [](C& c) -> bool& { return c.node.host.peer_through_memory; });
 
     t["network.topology"] = [](C& c, const Value& v) { c.network.topology = parse_topology(v); };
     add_int(t, "network.tiers", [](C& c) -> int& { return c.network.tiers; });

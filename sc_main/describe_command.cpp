@@ -67,6 +67,10 @@ int command_describe(const std::vector<std::string>& args, std::ostream& out) {
     for (size_t g = 0; g < graph.node.gateways.size(); ++g)
       if (graph.node.gateways[g] == v)
         out << "; " << graph.node.uplinks[g] << " network uplink(s) " << gbps(graph.node.uplink_timing.bandwidth_bytes_per_s);
+    if (ng.devices[v].kind == platforms::DeviceKind::RootComplex)
+      out << "; host memory " << config.node.host.memory_gib << " GiB, "
+          << gbps(config.node.host.memory_bandwidth_gb_per_s * 1e9)
+          << (config.node.host.peer_through_memory ? ", stages peer traffic" : "");
     out << "\n";
   }
   const platforms::Inventory inv = platforms::inventory(graph);

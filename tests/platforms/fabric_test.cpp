@@ -151,6 +151,25 @@ TEST(Bottleneck, RingAllReduceOnPcieServerIsBoundByPcie) {
   EXPECT_NEAR(t, expected, 0.03 * expected);
 }
 
+TEST(Bottleneck, RingAllReduceOnPcieServerStagedInSlowHostMemoryIsBoundByTheMemory) {
+  // The ring 0..7 crosses the host twice (3 -> 4 and 7 -> 0); each crossing writes every byte
+  // into host memory and reads it back, so the memory carries 4x the ring's rate: at 40 GB/s
+  // the ring runs at 10 GB/s, a sixth of PCIe's. Peer to peer through the root complex, the
+  // memory is out of the path and PCIe bounds the ring again.
+  const uint64_t S = 32 * MiB;
+  const workloads::Job job = one_collective(8, CollectiveKind::AllReduce, S);
+  const PlatformConfig slow = load_platform("pcie-8gpu", {"node.host.memory_bandwidth_gb_per_s=40"});
+  const double memory = slow.node.host.memory_bandwidth_gb_per_s * 1e9;
+  const double expected = ring_allreduce_time(8, S, memory / 4) + pipeline_fill_s(slow, 3, 4);
+  const double t = simulate_time(slow, job);
+  EXPECT_NEAR(t, expected, 0.03 * expected);
+  const PlatformConfig p2p =
+      load_platform("pcie-8gpu", {"node.host.memory_bandwidth_gb_per_s=40", "node.host.peer_through_memory=false"});
+  const double t_p2p = simulate_time(p2p, job);
+  const double pcie_bound = ring_allreduce_time(8, S, pcie_effective(p2p)) + pipeline_fill_s(p2p, 3, 4);
+  EXPECT_NEAR(t_p2p, pcie_bound, 0.03 * pcie_bound);
+}
+
 TEST(Bottleneck, RingAllReduceOnDgxA100IsBoundByNvlink) {
   const uint64_t S = 64 * MiB;
   const PlatformConfig c = load_platform("dgx-a100");
@@ -208,6 +227,8 @@ TEST_P(NvlinkNodes, InterNodeTransferFollowsNicsAndPcieNotNvlink) {
       load_platform(name, {"nodes=2", "node.nvlink.link.bandwidth_gb_per_s=" +
                                           std::to_string(2 * base.node.nvlink.link.bandwidth_gb_per_s)}),
       job);
+  // GPUDirect RDMA: GPU -> PCIe switch -> NIC, never through the host's memory.
+  const double t_host = simulate_time(load_platform(name, {"nodes=2", "node.host.memory_bandwidth_gb_per_s=1"}), job);
   // Two GPUs and two NICs per PCIe switch, each GPU's chunks spread over both NICs: a GPU
   // moves data at the slower of its PCIe port and one NIC.
   const double rate0 = std::min(pcie_effective(base), nic_effective(base));
@@ -216,6 +237,7 @@ TEST_P(NvlinkNodes, InterNodeTransferFollowsNicsAndPcieNotNvlink) {
   EXPECT_NEAR((t0 - fill0) / (t_nic - fill1), rate1 / rate0, 0.03 * rate1 / rate0)
       << "t0 " << t0 << " with 2x NICs " << t_nic;
   EXPECT_DOUBLE_EQ(t_nvlink, t0);
+  EXPECT_DOUBLE_EQ(t_host, t0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shipped, NvlinkNodes, ::testing::Values("dgx-a100", "dgx-h100", "hgx-h200"),
