@@ -46,6 +46,9 @@ const char* kUsage =
     "  -h, --help  this help; 'tessera <command> --help' for a command's options\n"
     "  --version   print the version\n";
 
+// `--fidelity auto` simulates larger platforms in flow fidelity.
+constexpr int kPacketFidelityGpus = 64;
+
 struct RunSettings {
   std::string config, report, trace, job;
   PlatformSettings platform;
@@ -53,7 +56,7 @@ struct RunSettings {
   bool allow_oom = false;
   int64_t chunk_kib = 128;
   std::string collective_algorithm = "auto", collective_protocol = "auto";
-  std::string fidelity = "packet";
+  std::string fidelity = "auto";
   int64_t gpus_per_node = 0;
   double trace_bucket_us = 10.0;
   bool quiet = false;
@@ -88,8 +91,8 @@ po::options_description run_options(RunSettings& s) {
   workload.add(model).add(strategy);
   po::options_description sim("simulation");
   sim.add_options()
-      ("fidelity", po::value(&s.fidelity)->default_value("packet"),
-       "packet (every chunk through every port and switch) or flow (one max-min fair flow per transfer; large systems); docs/fidelity.md")
+      ("fidelity", po::value(&s.fidelity)->default_value("auto"),
+       "packet (every chunk through every port and switch), flow (one max-min fair flow per transfer; large systems) or auto (packet up to 64 GPUs, flow above); docs/fidelity.md")
       ("chunk-kib", po::value(&s.chunk_kib)->default_value(128), "fabric chunk size, KiB")
       ("collective-algorithm", po::value(&s.collective_algorithm)->default_value("auto"),
        "ring, tree, direct, halving-doubling, hierarchical, nvls, collnet or auto (the tuner); used where it applies, an op's own algorithm wins")
@@ -266,8 +269,11 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
 
   SimulationOptions options;
   options.chunk_bytes = uint64_t(s.chunk_kib) * 1024;
-  if (!platforms::parse_fidelity(s.fidelity, options.fidelity))
-    throw InputError("--fidelity: unknown fidelity '" + s.fidelity + "' (packet or flow)");
+  // auto: packet fidelity where it runs in seconds to minutes, flow fidelity beyond.
+  if (s.fidelity == "auto")
+    options.fidelity = platform.gpu_count() > kPacketFidelityGpus ? platforms::Fidelity::Flow : platforms::Fidelity::Packet;
+  else if (!platforms::parse_fidelity(s.fidelity, options.fidelity))
+    throw InputError("--fidelity: unknown fidelity '" + s.fidelity + "' (packet, flow or auto)");
   if (!models::parse_algorithm(s.collective_algorithm, options.collectives.algorithm))
     throw InputError("--collective-algorithm: unknown algorithm '" + s.collective_algorithm + "'");
   if (!models::parse_protocol(s.collective_protocol, options.collectives.protocol))

@@ -106,7 +106,8 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
                    const SimulationResult& r) {
   const double it = r.iteration_time_s;
   out << "tessera: " << job.info.model << " on " << platform.name << " (" << platform.gpu_count()
-      << " x " << platform.gpu.name << ")\n";
+      << " x " << platform.gpu.name << ")"
+      << (r.fidelity == platforms::Fidelity::Flow ? ", flow fidelity" : "") << "\n";
   out << "  iteration time        " << format("%.3f ms", it * 1e3) << "\n";
   const double samples = it > 0 ? double(job.info.global_batch) / it : 0;
   out << "  throughput            " << format("%.1f samples/s", samples) << ", "

@@ -231,6 +231,13 @@ TEST(Cli, FlowFidelityRunsAndSaysSoInTheReport) {
               0.03 * p["iteration_time_s"].get<double>());
   EXPECT_LT(f["simulation"]["fabric_transactions"].get<uint64_t>(),
             p["simulation"]["fabric_transactions"].get<uint64_t>() / 10);
+  // auto: packet up to 64 GPUs, flow above.
+  const Result small = tessera("run --platform dgx-a100 --nodes 2 --dp 16 --global-batch 16 --layers 1");
+  ASSERT_EQ(small.status, 0) << small.err;
+  EXPECT_EQ(small.out.find("flow fidelity"), std::string::npos) << small.out;
+  const Result large = tessera("run --platform dgx-a100 --nodes 9 --dp 72 --global-batch 72 --layers 1");
+  ASSERT_EQ(large.status, 0) << large.err;
+  EXPECT_NE(large.out.find("(72 x A100-SXM4-80GB), flow fidelity"), std::string::npos) << large.out;
   // The same links by name in both reports.
   ASSERT_EQ(f["links"].size(), p["links"].size());
   EXPECT_EQ(f["links"][0]["name"], p["links"][0]["name"]);
