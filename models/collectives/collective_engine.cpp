@@ -418,6 +418,11 @@ const CollectiveEngine::CollNetGroups& CollectiveEngine::collnet_groups(int comm
   return groups;
 }
 
+bool CollectiveEngine::on_another_node(int peer) const {
+  const int node_size = config_.fabric.gpus_per_node;
+  return node_size > 0 && peer / node_size != rank_ / node_size;
+}
+
 void CollectiveEngine::start_collective(tlm::tlm_generic_payload& call) {
   protocol::CollectiveEvent& e = protocol::collective_event(call);
   const uint32_t sequence = joined_[e.communicator]++;
@@ -482,8 +487,7 @@ void CollectiveEngine::send_chunk(uint64_t flow, const Instance& inst, const Pha
   t.channel = static_cast<uint16_t>(chunk % std::max(1, inst.choice.channels));
   t.steps = static_cast<uint16_t>(std::min<uint32_t>(to.steps, 0xffff));
   // (The step latency the receiver will charge: the network's when the peer is on another node.)
-  const int node_size = config_.fabric.gpus_per_node;
-  const bool network = phase.network || (node_size > 0 && to.peer >= 0 && to.peer / node_size != rank_ / node_size);
+  const bool network = phase.network || (to.peer >= 0 && on_another_node(to.peer));
   t.step_latency = (network ? inst.network_step_delay : inst.step_delay).value();
   t.step_chunk_bytes = to.step_chunk_bytes;
   t.purpose = phase.purpose;
@@ -610,9 +614,8 @@ void CollectiveEngine::chunk_arrived(tlm::tlm_generic_payload& gp) {
   }
   // A chunk from another of the platform's nodes (or the network's sum) paid the network's
   // step latency.
-  const int node_size = config_.fabric.gpus_per_node;
   const bool network = (t.step < inst.phases.size() && inst.phases[t.step].network) ||
-                       (node_size > 0 && int(t.source) / node_size != rank_ / node_size);
+                       on_another_node(static_cast<int>(t.source));
   const sc_time& delay = network ? inst.network_step_delay : inst.step_delay;
   if (delay != sc_core::SC_ZERO_TIME) {
     peq_.notify(gp, protocol::ARRIVED, delay);  // the step's handshake latency

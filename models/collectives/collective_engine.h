@@ -181,6 +181,8 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   void start_receive(tlm::tlm_generic_payload& call);
   void plan(Instance& inst, const protocol::CollectiveEvent& e);
   void steady_state(Instance& inst) const;
+  // Whether rank `peer` is on another of the platform's nodes (its chunks cross the network).
+  bool on_another_node(int peer) const;
   const CollNetGroups& collnet_groups(int communicator);
   Transfer transfer(int peer, uint64_t bytes, int channels) const;
   void pump(uint64_t flow, Instance& inst, size_t phase);
