@@ -11,6 +11,7 @@ using sc_core::sc_time;
 
 namespace {
 DECLARE_EXTENDED_PHASE(LAUNCH);
+DECLARE_EXTENDED_PHASE(INJECT);  // a chunk whose channel is free now
 constexpr uint64_t key(uint64_t high, uint64_t low) { return (high << 32) | (low & 0xffffffffu); }
 // The tuner predicts with the engine's chunk size.
 TunerConfig tuner_config(const CollectiveEngineConfig& c) {
@@ -78,12 +79,13 @@ tlm::tlm_sync_enum CollectiveEngine::nb_transport_fw(tlm::tlm_generic_payload& g
   return tlm::TLM_UPDATED;
 }
 
-CollectiveEngine::Transfer CollectiveEngine::transfer(int peer, uint64_t bytes, int channels) const {
+CollectiveEngine::Transfer CollectiveEngine::transfer(int peer, uint64_t bytes, int channels,
+                                                     uint64_t chunk_bytes) const {
   Transfer t;
   t.peer = peer;
   t.bytes = bytes;
   if (bytes == 0) return t;
-  uint64_t chunk = chunk_size(bytes, config_.chunk_bytes, channels);
+  uint64_t chunk = chunk_size(bytes, chunk_bytes > 0 ? chunk_bytes : config_.chunk_bytes, channels);
   if (config_.steady_state) chunk = std::max(chunk, ceil_div(bytes, kFlowChunksPerTransfer));
   t.chunk_bytes = static_cast<uint32_t>(std::min<uint64_t>(chunk, kMaxChunkBytes));
   t.chunks = static_cast<uint32_t>(ceil_div(bytes, t.chunk_bytes));
@@ -100,7 +102,22 @@ void CollectiveEngine::plan(Instance& inst, const protocol::CollectiveEvent& e) 
   const int C = std::max(1, inst.choice.channels);
   const CollectiveAlgorithm algorithm = inst.choice.algorithm;
   const ProtocolCost cost = tuner_.cost(algorithm, inst.choice.protocol);
-  inst.wire_factor = static_cast<float>(tuner_.wire_factor(algorithm, inst.choice.protocol));
+  inst.wire_factor = static_cast<float>(tuner_.wire_factor(algorithm, inst.choice.protocol, e.bytes, n));
+  if (const double rate = tuner_.channel_rate(inst.choice.protocol); rate > 0) {
+    if (config_.steady_state) {
+      // One flow per peer: the channels' rate as wire bytes (all C channels side by side),
+      // each chunk of a step (packet fidelity's) with its handshake.
+      const double chunk = double(chunk_size(std::max<uint64_t>(1, e.bytes / n), config_.chunk_bytes, C));
+      const double handshake = config_.protocol_latencies ? cost.step_us * 1e-6 : 0.0;
+      const double effective = chunk / (chunk / rate + handshake);
+      const double link = config_.fabric.gpu_bandwidth / (C * effective);
+      inst.wire_factor = std::max(inst.wire_factor, static_cast<float>(link));
+    } else {
+      inst.channel_rate = rate;
+      inst.channel_handshake_s = config_.protocol_latencies ? cost.step_us * 1e-6 : 0.0;
+      inst.channel_free.assign(size_t(C), 0.0);
+    }
+  }
   if (config_.protocol_latencies) {
     // What the fabric does not already take of the step's latency.
     const double step = std::max(0.0, cost.step_us * 1e-6 - config_.fabric.hop_latency_s);
@@ -282,6 +299,10 @@ void CollectiveEngine::plan(Instance& inst, const protocol::CollectiveEvent& e) 
     }
     case CollectiveAlgorithm::Nvls: {
       const uint64_t shard = ceil_div(bytes, n);
+      // NCCL's NVLS chunk: chunks go round the channels, so the switch reduces the next
+      // chunk of every channel while the last ones are multicast.
+      const uint64_t nvls_chunk = tuner_.nvls_chunk(bytes, n);
+      auto transfer = [&](int peer, uint64_t b, int) { return this->transfer(peer, b, 1, nvls_chunk); };
       if (reduce_part) {
         // Every shard to the switch; the sum of the own shard comes back.
         Phase& ph = add(-1);
@@ -313,7 +334,8 @@ void CollectiveEngine::plan(Instance& inst, const protocol::CollectiveEvent& e) 
       auto node_rank = [&](int k) { return groups.node[((local + k) % g + g) % g]; };
       const uint64_t shard = ceil_div(bytes, g);
       const bool nvls = config_.fabric.in_switch_reduction;
-      const float nvls_factor = static_cast<float>(tuner_.wire_factor(CollectiveAlgorithm::Nvls, inst.choice.protocol));
+      const float nvls_factor =
+          static_cast<float>(tuner_.wire_factor(CollectiveAlgorithm::Nvls, inst.choice.protocol, bytes, g));
       auto in_node = [&](bool gather) {
         Phase& ph = add(phases.empty() ? -1 : last());
         if (nvls) {
@@ -474,7 +496,7 @@ void CollectiveEngine::pump(uint64_t flow, Instance& inst, size_t k) {
   }
 }
 
-void CollectiveEngine::send_chunk(uint64_t flow, const Instance& inst, const Phase& phase,
+void CollectiveEngine::send_chunk(uint64_t flow, Instance& inst, const Phase& phase,
                                   uint32_t step, const Transfer& to, uint32_t chunk) {
   tlm::tlm_generic_payload* gp = pool_.acquire();
   protocol::FabricTransfer& t = protocol::fabric_transfer(*gp);
@@ -497,6 +519,19 @@ void CollectiveEngine::send_chunk(uint64_t flow, const Instance& inst, const Pha
   t.tree = phase.tree;
   gp->set_data_length(static_cast<unsigned>(std::min<uint64_t>(t.bytes, 0xffffffffu)));
   bytes_injected_ += t.bytes;
+  if (inst.channel_rate > 0 && t.channel < inst.channel_free.size()) {
+    // The channel's SM takes the chunk when it is done with its previous one, and is busy
+    // for the chunk's bytes at its rate plus the step's handshake (it waits for the step's
+    // flags before it moves data: NCCL's per-step latency is not hidden behind the data).
+    double& free = inst.channel_free[t.channel];
+    const double now = sc_core::sc_time_stamp().to_seconds();
+    const double start = std::max(now, free);
+    free = start + double(t.bytes) / inst.channel_rate + inst.channel_handshake_s;
+    if (start > now) {
+      peq_.notify(*gp, INJECT, sc_time(start - now, sc_core::SC_SEC));
+      return;
+    }
+  }
   fabric_.inject(*gp, *this);
 }
 
@@ -630,6 +665,10 @@ void CollectiveEngine::chunk_arrived(tlm::tlm_generic_payload& gp) {
 void CollectiveEngine::delayed(tlm::tlm_generic_payload& gp, const tlm::tlm_phase& phase) {
   if (phase == LAUNCH) {
     launch(protocol::collective_event(gp).flow);
+    return;
+  }
+  if (phase == INJECT) {
+    fabric_.inject(gp, *this);
     return;
   }
   const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);

@@ -155,6 +155,11 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
     Choice choice;
     float wire_factor = 1.0f;
     sc_core::sc_time step_delay, network_step_delay;
+    // A channel (one SM) moves at most channel_rate payload bytes/s (0: no limit): when each
+    // channel is next free, seconds.
+    double channel_rate = 0;
+    double channel_handshake_s = 0;  // the SM's wait per chunk (the step's latency)
+    std::vector<double> channel_free;
     std::vector<Phase> phases;
     bool launched = false;
     uint64_t sends_expected = 0, sends_done = 0;
@@ -184,9 +189,11 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   // Whether rank `peer` is on another of the platform's nodes (its chunks cross the network).
   bool on_another_node(int peer) const;
   const CollNetGroups& collnet_groups(int communicator);
-  Transfer transfer(int peer, uint64_t bytes, int channels) const;
+  // A transfer of `bytes` to `peer` in chunks of at most chunk_bytes (0: the engine's chunk)
+  // spread over `channels`.
+  Transfer transfer(int peer, uint64_t bytes, int channels, uint64_t chunk_bytes = 0) const;
   void pump(uint64_t flow, Instance& inst, size_t phase);
-  void send_chunk(uint64_t flow, const Instance& inst, const Phase& phase, uint32_t step,
+  void send_chunk(uint64_t flow, Instance& inst, const Phase& phase, uint32_t step,
                   const Transfer& to, uint32_t chunk);
   void received(uint64_t flow, Instance& inst, uint32_t step);
   void check_done(uint64_t flow, Instance& inst);

@@ -339,7 +339,8 @@ CollectiveLoad Tuner::load(CollectiveOp op, CollectiveAlgorithm a, uint64_t byte
       // efficiency), else a direct reduce-scatter and all-gather (2 (g-1)/g S). Through the
       // network: each GPU's shard once each way.
       l.nvlink = fabric_.in_switch_reduction && g > 1
-                     ? (1 + 1 / g) * S * wire_factor(CollectiveAlgorithm::Nvls, CollectiveProtocol::Simple)
+                     ? (1 + 1 / g) * S *
+                           wire_factor(CollectiveAlgorithm::Nvls, CollectiveProtocol::Simple, uint64_t(S), int(g))
                      : 2 * (g - 1) / g * S;
       l.gpu_network = S / g;
       l.node_network = S;
@@ -431,16 +432,48 @@ ProtocolCost Tuner::cost(CollectiveAlgorithm a, CollectiveProtocol p) const {
   return config_.ring[i];
 }
 
-double Tuner::wire_factor(CollectiveAlgorithm a, CollectiveProtocol p) const {
-  if (a == CollectiveAlgorithm::Nvls) return 1.0 / config_.nvls_efficiency;
-  if (p == CollectiveProtocol::LL) return 2.0;            // 4 data + 4 flag bytes per 8-byte line
+double Tuner::wire_factor(CollectiveAlgorithm a, CollectiveProtocol p, uint64_t bytes, int ranks) const {
+  if (a == CollectiveAlgorithm::Nvls) {
+    // Each chunk a channel moves pays one handshake: h bytes' worth at the channel's rate.
+    const double base = 1.0 / config_.nvls_efficiency;
+    if (config_.nvls_handshake_us <= 0 || fabric_.gpu_bandwidth <= 0) return base;
+    const double channel_rate = fabric_.gpu_bandwidth * config_.nvls_efficiency / std::max(1, config_.nvls_channels);
+    const double h = config_.nvls_handshake_us * 1e-6 * channel_rate;
+    const double full = double(config_.nvls_chunk_bytes);
+    const double chunk = double(nvls_chunk(bytes, ranks));
+    // NCCL's efficiency holds at the full chunk (handshakes included).
+    return base * (full / (full + h)) * ((chunk + h) / chunk);
+  }
+  if (p == CollectiveProtocol::LL) return 2.0;  // 4 data + 4 flag bytes per 8-byte line
   if (p == CollectiveProtocol::LL128) return 128.0 / 120.0;  // 8 flag bytes per 128-byte line
   return 1.0;
 }
 
-int Tuner::channels(uint64_t bytes) const {
-  const uint64_t c = (bytes + config_.bytes_per_channel - 1) / config_.bytes_per_channel;
+uint64_t Tuner::nvls_chunk(uint64_t bytes, int ranks) const {
+  uint64_t chunk = std::max<uint64_t>(1, config_.nvls_chunk_bytes);
+  const uint64_t concurrent = uint64_t(std::max(1, config_.nvls_channels)) * uint64_t(std::max(1, ranks));
+  if (bytes < 64 * concurrent * chunk && chunk > 65536) chunk = 65536;
+  if (bytes < 8 * concurrent * chunk && chunk > 32768) chunk = 32768;
+  if (bytes < 2 * concurrent * chunk && chunk > 16384) chunk = 16384;
+  return chunk;
+}
+
+int Tuner::channels(CollectiveAlgorithm a, CollectiveProtocol p, uint64_t bytes, int ranks) const {
+  if (a == CollectiveAlgorithm::Nvls) return std::max(1, config_.nvls_channels);
+  uint64_t per_channel = config_.simple_bytes_per_channel;
+  if (p == CollectiveProtocol::LL128) per_channel = config_.ll128_bytes_per_channel;
+  if (p == CollectiveProtocol::LL)
+    per_channel = 512 * config_.ll_bytes_per_thread * (a == CollectiveAlgorithm::Tree ? 1 : uint64_t(std::max(1, ranks)));
+  // NCCL drops a channel while bytes < channels x per_channel: the most c with c x per_channel
+  // <= bytes, at least 1.
+  const uint64_t c = bytes / std::max<uint64_t>(1, per_channel);
   return static_cast<int>(std::clamp<uint64_t>(c, 1, uint64_t(std::max(1, config_.max_channels))));
+}
+
+double Tuner::channel_rate(CollectiveProtocol p) const {
+  if (p == CollectiveProtocol::LL && fabric_.ll_max_bandwidth > 0)
+    return fabric_.ll_max_bandwidth / std::max(1, config_.max_channels);
+  return 0;
 }
 
 double Tuner::predict(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s,
@@ -451,22 +484,31 @@ double Tuner::predict(CollectiveOp op, uint64_t bytes, const CommunicatorShape& 
   if (network > 0 && fabric_.gpu_network_bandwidth > 0) {
     // A network step waits for its first chunk to cross every hop (store and forward).
     const uint64_t transfer = static_cast<uint64_t>(network_transfer(op, a, bytes, s));
-    const double chunk = double(chunk_size(transfer, config_.chunk_bytes, channels(bytes)));
-    latency += network * fabric_.network_hops * chunk * wire_factor(a, p) / fabric_.gpu_network_bandwidth * 1e6;
+    const double chunk = double(chunk_size(transfer, config_.chunk_bytes, channels(a, p, bytes, s.ranks)));
+    latency += network * fabric_.network_hops * chunk * wire_factor(a, p, bytes, s.ranks) / fabric_.gpu_network_bandwidth * 1e6;
   }
   // The phases pipeline: the busiest of NVLink, a GPU's way into the network and the node's
   // NICs sets the pace.
-  const CollectiveLoad l = load(op, a, bytes, s);
+  // NVLS pipelines the switch's reduction and its multicast one loop (all channels, a chunk
+  // of every member's shard) apart: the first loop is reduced before any is multicast.
+  uint64_t loaded = bytes;
+  if (a == CollectiveAlgorithm::Nvls)
+    loaded += std::min<uint64_t>(bytes, uint64_t(channels(a, p, bytes, s.ranks)) * s.ranks * nvls_chunk(bytes, s.ranks));
+  const CollectiveLoad l = load(op, a, loaded, s);
   double wire = l.nvlink / (fabric_.gpu_bandwidth > 0 ? fabric_.gpu_bandwidth : 1e12);
   if (fabric_.gpu_network_bandwidth > 0) wire = std::max(wire, l.gpu_network / fabric_.gpu_network_bandwidth);
   if (fabric_.node_network_bandwidth > 0) wire = std::max(wire, l.node_network / fabric_.node_network_bandwidth);
-  return latency * 1e-6 + wire * wire_factor(a, p);
+  wire *= wire_factor(a, p, bytes, s.ranks);
+  // The channels' own rate: each moves its share of the busiest GPU's payload.
+  if (const double rate = channel_rate(p); rate > 0)
+    wire = std::max(wire, std::max(l.nvlink, l.gpu_network) / (channels(a, p, bytes, s.ranks) * rate));
+  return latency * 1e-6 + wire;
 }
 
 Choice Tuner::choose(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s,
                      CollectiveAlgorithm algorithm, CollectiveProtocol protocol) const {
   Choice best;
-  best.channels = channels(bytes);
+  best.channels = channels(best.algorithm, best.protocol, bytes, s.ranks);
   if (s.ranks <= 1) return best;
   const bool a2a = op == CollectiveOp::AllToAll || op == CollectiveOp::AllToAllV;
   std::vector<CollectiveAlgorithm> algorithms;
@@ -503,6 +545,7 @@ Choice Tuner::choose(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s
     throw std::invalid_argument(std::string(op_name(op)) + " cannot run with protocol " +
                                 protocol_name(protocol));
   best.predicted_s = best_time;
+  best.channels = channels(best.algorithm, best.protocol, bytes, s.ranks);
   return best;
 }
 

@@ -65,10 +65,24 @@ struct TunerConfig {
   // CollNet Direct (simple only): 3.7 us per step in the node, 31 us for the round trip through
   // the SHARP tree.
   ProtocolCost collnet = {0.0, 3.7, 31.0};
-  double nvls_efficiency = 0.85;  // NCCL nvlsEfficiency for Hopper: switch reduction vs link rate
+  // NVLS as NCCL runs it (enqueue.cc, tuning.cc): nvls_channels channels whatever the size, each
+  // moving the buffer in chunks of nvls_chunk(bytes) (NCCL's 128 KiB, cut to 64/32/16 KiB for
+  // smaller calls). nvls_efficiency is NCCL's measured efficiency for Hopper at the full chunk;
+  // each chunk costs its channel one NVLink flag handshake (nvls_handshake_us, NCCL's NVLink
+  // step latency for flags, hwLat LL) that does not overlap its data, so smaller chunks run
+  // at a smaller share of the link (wire_factor). 0 disables the handshake.
+  double nvls_efficiency = 0.85;
+  int nvls_channels = 16;
+  uint64_t nvls_chunk_bytes = 128 * 1024;
+  double nvls_handshake_us = 0.6;
   uint64_t chunk_bytes = 128 * 1024;  // the engine's largest chunk (CollectiveEngineConfig)
   int max_channels = 16;          // parallel rings/trees, one SM each
-  uint64_t bytes_per_channel = 512 * 1024;  // fewer channels for smaller calls
+  // NCCL's channel count (enqueue.cc): a channel is dropped while the call has fewer than
+  // threads x threshold bytes per channel: Simple 512 threads x 64 B, LL 512 x 8 B per rank
+  // (ring) or 8 B (tree), LL128 640 x 8 B.
+  uint64_t simple_bytes_per_channel = 512 * 64;
+  uint64_t ll_bytes_per_thread = 8;
+  uint64_t ll128_bytes_per_channel = 640 * 8;
 };
 
 // What the tuner knows of the platform; the platform builder fills it in.
@@ -77,6 +91,9 @@ struct FabricFacts {
   double hop_latency_s = 0;     // GPU -> switch -> GPU, beyond serialization
   bool in_switch_reduction = false;
   int sm_count = 132;
+  // The most payload bytes/s one GPU moves with the LL protocol (NCCL's llMaxBw: LL's 8-byte
+  // stores with flags are issued by the SMs' threads, not limited by the links); 0: no limit.
+  double ll_max_bandwidth = 0;
   // Across nodes (0: no network).
   int gpus_per_node = 0;                // the platform's node (0: every GPU in one node)
   double gpu_network_bandwidth = 0;     // payload bytes/s one GPU sends into the network
@@ -154,9 +171,22 @@ class Tuner {
   // for its first chunk to be stored and forwarded over every hop).
   static double network_transfer(CollectiveOp op, CollectiveAlgorithm algorithm, uint64_t bytes,
                                  const CommunicatorShape& shape);
-  // Wire bytes per payload byte of a protocol (and of NVLS transfers).
-  double wire_factor(CollectiveAlgorithm algorithm, CollectiveProtocol protocol) const;
-  int channels(uint64_t bytes) const;
+  // Wire bytes per payload byte of a protocol (and of NVLS transfers) for a call of `bytes`
+  // over `ranks` members: LL twice the payload (4 flag bytes per 8); LL128 128/120; NVLS the
+  // switch's efficiency at the call's chunk size.
+  double wire_factor(CollectiveAlgorithm algorithm, CollectiveProtocol protocol, uint64_t bytes,
+                     int ranks) const;
+  // NCCL's NVLS chunk for a call of `bytes` over `ranks` members: nvls_chunk_bytes, then 64 KiB
+  // below 64 loops of all channels and members, 32 KiB below 8, 16 KiB below 2.
+  uint64_t nvls_chunk(uint64_t bytes, int ranks) const;
+  // Channels a call of `bytes` over `ranks` members runs on: NVLS its fixed count, else NCCL's
+  // rule for the protocol (TunerConfig), at most max_channels.
+  int channels(CollectiveAlgorithm algorithm, CollectiveProtocol protocol, uint64_t bytes, int ranks) const;
+  // Payload bytes/s one channel (one SM) moves with `protocol`; 0: the links alone limit it.
+  // LL: the GPU's LL rate (FabricFacts::ll_max_bandwidth) over max_channels, so a call on
+  // fewer channels runs slower, and a channel waiting for its step's data cannot be made up
+  // by another.
+  double channel_rate(CollectiveProtocol protocol) const;
 
   const TunerConfig& config() const { return config_; }
   const FabricFacts& fabric() const { return fabric_; }

@@ -21,6 +21,9 @@ struct GpuSpec {
   int sm_count = 132;
   int nvlink_ports = 18;
   double nvlink_port_bandwidth_gbps = 25.0;  // GB/s per port per direction
+  // Most bus bandwidth (GB/s) NCCL's LL protocol reaches on one node of these GPUs (NCCL's
+  // llMaxBw: Ampere 87.7, Hopper 141); 0: no limit beyond the links.
+  double ll_max_bandwidth_gbps = 0;
 };
 
 }  // namespace tessera::models

@@ -55,6 +55,7 @@ TEST_P(ClosedForm, TimeIsWireBytesOverBandwidthPlusLatencyTerms) {
   const auto p = ideal_node(n, kLinkGBps);
   auto engine = ideal_collectives(c.algorithm, c.gpus_per_node);
   engine.tuner.nvls_efficiency = 1.0;  // the ideal switch reduces at line rate
+  engine.tuner.nvls_handshake_us = 0;  // and its channels never wait
   const nlohmann::json r = run(p, one_collective(n, c.kind, bytes), engine);
   ASSERT_FALSE(r.contains("error")) << r.dump();
   ASSERT_FALSE(r["deadlocked"].get<bool>()) << r["deadlock"];

@@ -58,27 +58,37 @@ TEST(FabricFacts, TheNetworkIsTheNicsBehindPcie) {
 // A network step waits for its first chunk to be stored and forwarded over every hop of the
 // path: GPU, PCIe switch, NIC, network switch, NIC, PCIe switch, GPU.
 double store_and_forward(const models::Tuner& t, int network_steps, double transfer, uint64_t bytes,
-                         double wire_factor) {
-  const double chunk = double(models::chunk_size(uint64_t(transfer), t.config().chunk_bytes, t.channels(bytes)));
+                         double wire_factor, CollectiveAlgorithm a = CollectiveAlgorithm::Ring) {
+  const double chunk = double(models::chunk_size(uint64_t(transfer), t.config().chunk_bytes, t.channels(a, models::CollectiveProtocol::LL, bytes, 64)));
   return network_steps * 6 * chunk * wire_factor / t.fabric().gpu_network_bandwidth;
+}
+
+// An LL call's busiest GPU payload at its channels' rate (LL is SM-bound, not link-bound).
+double channel_term(const models::Tuner& t, CollectiveAlgorithm a, uint64_t bytes, const models::CommunicatorShape& s) {
+  const models::CollectiveLoad l = t.load(CollectiveOp::AllReduce, a, bytes, s);
+  const int channels = t.channels(a, CollectiveProtocol::LL, bytes, s.ranks);
+  return std::max(l.nvlink, l.gpu_network) / (channels * t.channel_rate(CollectiveProtocol::LL));
 }
 
 TEST(TunerAcrossNodes, NetworkStepsPayNcclsNetworkLatency) {
   // Hierarchical/LL on 8 nodes of 8: 2 x (7 + 7) steps, 2 x 7 of them across nodes: 6.6 us
   // launch + 14 x 0.6 us (NVLink) + 14 x 2.7 us (network), and the network steps' store and
-  // forward of a chunk (S/64, LL's 2 wire bytes per byte). A 1 KiB call moves next to nothing.
+  // forward of a chunk (S/64, LL's 2 wire bytes per byte). A 1 KiB call moves next to nothing
+  // but its one channel's share of the H100's LL rate (141 GB/s over 16 channels).
   const models::Tuner t = tuner_for("dgx-h100", false);
   const models::CommunicatorShape s = world(8);
   EXPECT_EQ(t.fabric().network_hops, 6);
   EXPECT_EQ(models::Tuner::steps(CollectiveOp::AllReduce, CollectiveAlgorithm::Hierarchical, s), 28);
   EXPECT_EQ(models::Tuner::network_steps(CollectiveOp::AllReduce, CollectiveAlgorithm::Hierarchical, s), 14);
   EXPECT_NEAR(t.predict(CollectiveOp::AllReduce, 1 * KiB, s, CollectiveAlgorithm::Hierarchical, CollectiveProtocol::LL),
-              (6.6 + 14 * 0.6 + 14 * 2.7) * 1e-6 + store_and_forward(t, 14, KiB / 64.0, KiB, 2), 0.1e-6);
+              (6.6 + 14 * 0.6 + 14 * 2.7) * 1e-6 + store_and_forward(t, 14, KiB / 64.0, KiB, 2) +
+                  channel_term(t, CollectiveAlgorithm::Hierarchical, KiB, s), 0.1e-6);
   // The double binary tree crosses the network 2 log2(8) times: 6.8 + 14 x 0.6 + 6 x 5.0 us,
   // each of the 6 with a chunk of half the data.
   EXPECT_EQ(models::Tuner::network_steps(CollectiveOp::AllReduce, CollectiveAlgorithm::Tree, s), 6);
   EXPECT_NEAR(t.predict(CollectiveOp::AllReduce, 1 * KiB, s, CollectiveAlgorithm::Tree, CollectiveProtocol::LL),
-              (6.8 + 14 * 0.6 + 6 * 5.0) * 1e-6 + store_and_forward(t, 6, KiB / 2.0, KiB, 2), 0.1e-6);
+              (6.8 + 14 * 0.6 + 6 * 5.0) * 1e-6 + store_and_forward(t, 6, KiB / 2.0, KiB, 2) +
+                  channel_term(t, CollectiveAlgorithm::Tree, KiB, s), 0.1e-6);
 }
 
 TEST(TunerAcrossNodes, LargeCallsAreBoundByTheNics) {
@@ -109,11 +119,14 @@ TEST(TunerAcrossNodes, LargeCallsAreBoundByTheNics) {
 }
 
 TEST(TunerAcrossNodes, SmallCallsMoveToTheTreeAsNodesAreAdded) {
-  // 64 KiB: the hierarchical ring crosses the network 2(N-1) times, the tree 2 log2 N times.
-  // Few nodes: hierarchical; many: the tree.
+  // 16 KiB: the hierarchical ring crosses the network 2(N-1) times, the tree 2 log2 N times.
+  // Few nodes: hierarchical; many: the tree. (At 64 KiB the tree wins from 2 nodes: a ring
+  // with LL runs on one channel below 512 B per thread per rank, NCCL's rule, so on one SM's
+  // share of the LL rate, where the tree runs on all 16.)
   const models::Tuner t = tuner_for("dgx-a100", false);
-  EXPECT_EQ(choice(t, 64 * KiB, 2), CollectiveAlgorithm::Hierarchical);
-  EXPECT_EQ(choice(t, 64 * KiB, 4), CollectiveAlgorithm::Hierarchical);
+  EXPECT_EQ(choice(t, 16 * KiB, 2), CollectiveAlgorithm::Hierarchical);
+  EXPECT_EQ(choice(t, 16 * KiB, 4), CollectiveAlgorithm::Hierarchical);
+  EXPECT_EQ(choice(t, 64 * KiB, 2), CollectiveAlgorithm::Tree);
   EXPECT_EQ(choice(t, 64 * KiB, 128), CollectiveAlgorithm::Tree);
   // The crossover moves to larger sizes with more nodes: at 128 nodes the tree still wins at
   // 1 MiB, at 2 nodes hierarchical does.

@@ -68,14 +68,15 @@ TEST(FlowFidelity, RingAllReduceOnAnIdealNodeIsTheClosedForm) {
 }
 
 TEST(FlowFidelity, SmallRingAllReduceIsItsLatencyChain) {
-  // 64 KiB: the 14 steps in series dominate, each a chunk (8 KiB) stored and forwarded over
-  // both links of the path plus the path's latency; the merged flow may not arrive earlier.
+  // 64 KiB: the 14 steps in series dominate, each a chunk stored and forwarded over both links
+  // of the path plus the path's latency; the merged flow may not arrive earlier. The call runs
+  // on two channels (NCCL's 32 KiB per channel for Simple): a step's 8 KiB in chunks of 4 KiB.
   const PlatformConfig p = testing::ideal_node(8);
   const nlohmann::json r = simulate(p, one_collective(8, CollectiveKind::AllReduce, 64 * 1024),
                                     Fidelity::Flow,
                                     testing::ideal_collectives(models::CollectiveAlgorithm::Ring));
   const double hop = (2 * p.node.nvlink.link.latency_ns + p.node.nvlink.switch_latency_ns) * 1e-9;
-  const double chain = 14 * (hop + 2 * 8192 / 450e9);
+  const double chain = 14 * (hop + 2 * 4096 / 450e9);
   EXPECT_NEAR(time_of(r), chain, 0.01 * chain);
 }
 
