@@ -46,9 +46,6 @@ platforms::PlatformConfig build_platform(const PlatformSettings& s,
   } catch (const platforms::PlatformFileError& e) {
     throw InputError(e.what());
   }
-  auto positive = [](double v, const char* option) {
-    if (v <= 0) throw InputError(std::string("--") + option + " must be positive, got " + std::to_string(v));
-  };
   try {
     p.validate();
     auto topology = std::make_shared<const platforms::RoutedTopology>(p);
