@@ -104,17 +104,18 @@ void CollectiveEngine::plan(Instance& inst, const protocol::CollectiveEvent& e) 
   const ProtocolCost cost = tuner_.cost(algorithm, inst.choice.protocol);
   inst.wire_factor = static_cast<float>(tuner_.wire_factor(algorithm, inst.choice.protocol, e.bytes, n));
   if (const double rate = tuner_.channel_rate(inst.choice.protocol); rate > 0) {
+    // A channel waits for each step's handshake before it moves the step's chunk.
+    const double handshake = config_.protocol_latencies ? cost.step_us * 1e-6 : 0.0;
     if (config_.steady_state) {
       // One flow per peer: the channels' rate as wire bytes (all C channels side by side),
       // each chunk of a step (packet fidelity's) with its handshake.
       const double chunk = double(chunk_size(std::max<uint64_t>(1, e.bytes / n), config_.chunk_bytes, C));
-      const double handshake = config_.protocol_latencies ? cost.step_us * 1e-6 : 0.0;
       const double effective = chunk / (chunk / rate + handshake);
       const double link = config_.fabric.gpu_bandwidth / (C * effective);
       inst.wire_factor = std::max(inst.wire_factor, static_cast<float>(link));
     } else {
       inst.channel_rate = rate;
-      inst.channel_handshake_s = config_.protocol_latencies ? cost.step_us * 1e-6 : 0.0;
+      inst.channel_handshake_s = handshake;
       inst.channel_free.assign(size_t(C), 0.0);
     }
   }
@@ -299,18 +300,22 @@ void CollectiveEngine::plan(Instance& inst, const protocol::CollectiveEvent& e) 
     }
     case CollectiveAlgorithm::Nvls: {
       const uint64_t shard = ceil_div(bytes, n);
-      // NCCL's NVLS chunk: chunks go round the channels, so the switch reduces the next
-      // chunk of every channel while the last ones are multicast.
-      const uint64_t nvls_chunk = tuner_.nvls_chunk(bytes, n);
-      auto transfer = [&](int peer, uint64_t b, int) { return this->transfer(peer, b, 1, nvls_chunk); };
+      // Every transfer is one shard in NCCL's NVLS chunks; chunks go round the channels, so the
+      // switch reduces the next chunk of every channel while the last ones are multicast.
+      const Transfer piece = transfer(-1, shard, 1, tuner_.nvls_chunk(bytes, n));
+      auto to = [&piece](int peer) {
+        Transfer t = piece;
+        t.peer = peer;
+        return t;
+      };
       if (reduce_part) {
         // Every shard to the switch; the sum of the own shard comes back.
         Phase& ph = add(-1);
         ph.purpose = TransferPurpose::SwitchReduce;
         ph.members = ranks.data();
         ph.member_count = static_cast<uint32_t>(n);
-        for (int k = 0; k < n; ++k) ph.sends.push_back(transfer(rank_at(p + k), shard, C));
-        ph.receives.push_back(transfer(-1, shard, C));
+        for (int k = 0; k < n; ++k) ph.sends.push_back(to(rank_at(p + k)));
+        ph.receives.push_back(to(-1));
       }
       if (gather_part) {
         // The own shard (its sum) through the switch to every member.
@@ -318,8 +323,8 @@ void CollectiveEngine::plan(Instance& inst, const protocol::CollectiveEvent& e) 
         ph.purpose = TransferPurpose::SwitchMulticast;
         ph.members = ranks.data();
         ph.member_count = static_cast<uint32_t>(n);
-        ph.sends.push_back(transfer(rank_, shard, C));
-        for (int k = 0; k < n; ++k) ph.receives.push_back(transfer(rank_at(p - k), shard, C));
+        ph.sends.push_back(to(rank_));
+        for (int k = 0; k < n; ++k) ph.receives.push_back(to(rank_at(p - k)));
       }
       break;
     }

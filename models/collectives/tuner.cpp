@@ -437,8 +437,8 @@ double Tuner::wire_factor(CollectiveAlgorithm a, CollectiveProtocol p, uint64_t 
     // Each chunk a channel moves pays one handshake: h bytes' worth at the channel's rate.
     const double base = 1.0 / config_.nvls_efficiency;
     if (config_.nvls_handshake_us <= 0 || fabric_.gpu_bandwidth <= 0) return base;
-    const double channel_rate = fabric_.gpu_bandwidth * config_.nvls_efficiency / std::max(1, config_.nvls_channels);
-    const double h = config_.nvls_handshake_us * 1e-6 * channel_rate;
+    const double per_channel = fabric_.gpu_bandwidth * config_.nvls_efficiency / std::max(1, config_.nvls_channels);
+    const double h = config_.nvls_handshake_us * 1e-6 * per_channel;
     const double full = double(config_.nvls_chunk_bytes);
     const double chunk = double(nvls_chunk(bytes, ranks));
     // NCCL's efficiency holds at the full chunk (handshakes included).
