@@ -122,6 +122,8 @@ struct FabricTransfer : tlm::tlm_extension<FabricTransfer> {
                                       // the next step can go on (it pipelines in chunks)
   TransferPurpose purpose = TransferPurpose::Collective;
   float wire_factor = 1.0f;           // wire bytes per payload byte of the protocol (LL: 2)
+  double rate_cap = 0;                // flow fidelity: the most payload bytes/s the sender's
+                                      // channels move this transfer at (0: the links alone)
   const int* members = nullptr;       // SwitchReduce/SwitchMulticast: the member ranks
   uint32_t member_count = 0;
   const AggregationTree* tree = nullptr;  // NetworkReduce/NetworkMulticast: the tree it climbs

@@ -25,6 +25,8 @@ uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 constexpr uint64_t kFlowChunksPerTransfer = 16;
 // The most bytes one chunk (one flow) carries.
 constexpr uint64_t kMaxChunkBytes = 0xffffffffu;
+// Most phases the rings of one call build (ring_channels: a chain of phases per ring).
+constexpr uint32_t kMaxRingPhases = 4096;
 }  // namespace
 
 CollectiveEngine::CollectiveEngine(sc_core::sc_module_name name, int rank,
@@ -106,18 +108,9 @@ void CollectiveEngine::plan(Instance& inst, const protocol::CollectiveEvent& e) 
   if (const double rate = tuner_.channel_rate(inst.choice.protocol); rate > 0) {
     // A channel waits for each step's handshake before it moves the step's chunk.
     const double handshake = config_.protocol_latencies ? cost.step_us * 1e-6 : 0.0;
-    if (config_.steady_state) {
-      // One flow per peer: the channels' rate as wire bytes (all C channels side by side),
-      // each chunk of a step (packet fidelity's) with its handshake.
-      const double chunk = double(chunk_size(std::max<uint64_t>(1, e.bytes / n), config_.chunk_bytes, C));
-      const double effective = chunk / (chunk / rate + handshake);
-      const double link = config_.fabric.gpu_bandwidth / (C * effective);
-      inst.wire_factor = std::max(inst.wire_factor, static_cast<float>(link));
-    } else {
-      inst.channel_rate = rate;
-      inst.channel_handshake_s = handshake;
-      inst.channel_free.assign(size_t(C), 0.0);
-    }
+    inst.channel_rate = rate;
+    inst.channel_handshake_s = handshake;
+    if (!config_.steady_state) inst.channel_free.assign(size_t(C), 0.0);
   }
   if (config_.protocol_latencies) {
     // What the fabric does not already take of the step's latency.
@@ -151,12 +144,30 @@ void CollectiveEngine::plan(Instance& inst, const protocol::CollectiveEvent& e) 
         if (q > 0) ph.receives.push_back(transfer(rank_at(p - 1), bytes, C));
         break;
       }
+      // Every step sends one segment to the ring successor; across nodes each channel has its
+      // own ring (ring_channels) and carries its share of the segment.
       const uint64_t segment = ceil_div(bytes, n);
       const int steps = (reduce_part ? n - 1 : 0) + (gather_part ? n - 1 : 0);
-      for (int s = 0; s < steps; ++s) {
-        Phase& ph = add(s - 1);
-        ph.sends.push_back(transfer(rank_at(p + 1), segment, C));
-        ph.receives.push_back(transfer(rank_at(p - 1), segment, C));
+      // (Each ring is a chain of phases: at most kMaxRingPhases in all, so rings give way to
+      // fewer, wider ones on very large communicators.)
+      const int ring_budget = std::max(1, static_cast<int>(kMaxRingPhases / uint32_t(std::max(1, steps))));
+      const std::vector<RingChannels> rings = ring_channels(shape, p, C, ring_budget);
+      auto on = [&](const RingChannels& ring, int position) {
+        if (rings.size() == 1) return transfer(rank_at(position), segment, C);
+        Transfer t = transfer(rank_at(position), ceil_div(segment * ring.channels, C), ring.channels);
+        t.first_channel = static_cast<uint16_t>(ring.first_channel);
+        t.stride = static_cast<uint16_t>(ring.stride);
+        t.channels = static_cast<uint16_t>(ring.channels);
+        return t;
+      };
+      // A ring's steps wait for its own previous step only: the rings are independent.
+      for (const RingChannels& ring : rings) {
+        const int first = static_cast<int>(phases.size());
+        for (int s = 0; s < steps; ++s) {
+          Phase& ph = add(s > 0 ? first + s - 1 : -1);
+          ph.sends.push_back(on(ring, ring.next));
+          ph.receives.push_back(on(ring, ring.previous));
+        }
       }
       break;
     }
@@ -373,6 +384,30 @@ void CollectiveEngine::plan(Instance& inst, const protocol::CollectiveEvent& e) 
     }
   }
   if (config_.steady_state) steady_state(inst);
+  if (config_.steady_state && inst.channel_rate > 0) {
+    // Flow fidelity caps each flow at its channels' rate: each chunk of a step (packet
+    // fidelity's) at the channel's rate, with its handshake. A ring's flow has its own
+    // channels; other flows of a phase share all of the call's in proportion to their bytes.
+    for (Phase& ph : phases) {
+      double total = 0;
+      for (const Transfer& t : ph.sends) total += double(t.bytes);
+      for (Transfer& t : ph.sends) {
+        const double chunk = double(std::max<uint32_t>(1, t.steps > 1 ? t.step_chunk_bytes : t.chunk_bytes));
+        const double channel = chunk / (chunk / inst.channel_rate + inst.channel_handshake_s);
+        const double share = t.channels > 0 ? double(t.channels) : double(C) * double(t.bytes) / std::max(1.0, total);
+        t.rate_cap = channel * share;
+      }
+    }
+  }
+  // The phases each phase gates (received() pumps them), grouped by gating phase.
+  inst.gated_begin.assign(phases.size() + 1, 0);
+  for (const Phase& ph : phases)
+    if (ph.after >= 0) ++inst.gated_begin[size_t(ph.after) + 1];
+  for (size_t k = 0; k < phases.size(); ++k) inst.gated_begin[k + 1] += inst.gated_begin[k];
+  inst.gated.resize(inst.gated_begin.back());
+  std::vector<uint32_t> fill(inst.gated_begin.begin(), inst.gated_begin.end() - 1);
+  for (size_t k = 0; k < phases.size(); ++k)
+    if (phases[k].after >= 0) inst.gated[fill[size_t(phases[k].after)]++] = static_cast<uint32_t>(k);
   for (Phase& ph : phases) {
     if (ph.wire_factor == 0) ph.wire_factor = inst.wire_factor;
     for (const Transfer& t : ph.sends) {
@@ -403,7 +438,7 @@ void CollectiveEngine::steady_state(Instance& inst) const {
   Phase merged;
   auto add = [](std::vector<Transfer>& into, const Transfer& t) {
     for (Transfer& x : into)
-      if (x.peer == t.peer) {
+      if (x.peer == t.peer && x.first_channel == t.first_channel) {
         x.bytes += t.bytes;
         ++x.steps;
         x.step_chunk_bytes = std::max(x.step_chunk_bytes, t.chunk_bytes);
@@ -416,8 +451,17 @@ void CollectiveEngine::steady_state(Instance& inst) const {
     for (const Transfer& t : ph.sends) add(merged.sends, t);
     for (const Transfer& t : ph.receives) add(merged.receives, t);
   }
+  // A ring's chain of steps moves into the next node only every g steps (Tuner::network_steps):
+  // its transfer to a member of another node stands for those steps, its transfer inside the
+  // node for the others (else the flow to the next node would wait for every step's network
+  // latency).
+  const int network = inst.choice.algorithm == CollectiveAlgorithm::Ring
+                          ? Tuner::network_steps(inst.kind, CollectiveAlgorithm::Ring, shapes_[inst.communicator])
+                          : 0;
   for (auto* list : {&merged.sends, &merged.receives})
     for (Transfer& t : *list) {
+      if (network > 0 && uint32_t(network) < t.steps)
+        t.steps = t.peer >= 0 && on_another_node(t.peer) ? uint32_t(network) : t.steps - uint32_t(network);
       t.chunk_bytes = static_cast<uint32_t>(std::min<uint64_t>(std::max<uint64_t>(t.bytes, 1), kMaxChunkBytes));
       t.chunks = t.bytes == 0 ? 0 : static_cast<uint32_t>(ceil_div(t.bytes, t.chunk_bytes));
     }
@@ -511,7 +555,8 @@ void CollectiveEngine::send_chunk(uint64_t flow, Instance& inst, const Phase& ph
   t.flow = flow;
   t.step = step;
   t.chunk = chunk;
-  t.channel = static_cast<uint16_t>(chunk % std::max(1, inst.choice.channels));
+  t.channel = to.channels > 0 ? static_cast<uint16_t>(to.first_channel + to.stride * (chunk % to.channels))
+                              : static_cast<uint16_t>(chunk % std::max(1, inst.choice.channels));
   t.steps = static_cast<uint16_t>(std::min<uint32_t>(to.steps, 0xffff));
   // (The step latency the receiver will charge: the network's when the peer is on another node.)
   const bool network = phase.network || (to.peer >= 0 && on_another_node(to.peer));
@@ -519,6 +564,7 @@ void CollectiveEngine::send_chunk(uint64_t flow, Instance& inst, const Phase& ph
   t.step_chunk_bytes = to.step_chunk_bytes;
   t.purpose = phase.purpose;
   t.wire_factor = phase.wire_factor;
+  t.rate_cap = to.rate_cap;
   t.members = phase.members;
   t.member_count = phase.member_count;
   t.tree = phase.tree;
@@ -547,8 +593,7 @@ void CollectiveEngine::received(uint64_t flow, Instance& inst, uint32_t step) {
                              " steps (members disagree on the algorithm)");
   ++inst.phases[step].received;
   ++inst.recvs_done;
-  for (size_t k = 0; k < inst.phases.size(); ++k)
-    if (inst.phases[k].after == static_cast<int>(step)) pump(flow, inst, k);
+  for (uint32_t i = inst.gated_begin[step]; i < inst.gated_begin[step + 1]; ++i) pump(flow, inst, inst.gated[i]);
   check_done(flow, inst);
 }
 
@@ -611,6 +656,7 @@ void CollectiveEngine::start_send(tlm::tlm_generic_payload& call) {
     t.step_chunk_bytes = 0;
     t.purpose = TransferPurpose::PointToPoint;
     t.wire_factor = 1.0f;
+    t.rate_cap = 0;
     t.members = nullptr;
     t.member_count = 0;
     bytes_injected_ += t.bytes;

@@ -132,6 +132,10 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
     uint32_t chunks = 0;
     uint32_t steps = 1;        // steps in series it stands for (steady state: merged steps)
     uint32_t step_chunk_bytes = 0;  // steady state: the chunk of one of those steps
+    // Its channels: chunk j runs on first_channel + stride * (j mod channels); channels 0:
+    // all of the call's (chunk j on channel j mod C).
+    uint16_t first_channel = 0, stride = 1, channels = 0;
+    double rate_cap = 0;       // steady state: its channels' payload bytes/s (0: no limit)
   };
   struct Phase {
     std::vector<Transfer> sends, receives;
@@ -161,6 +165,8 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
     double channel_handshake_s = 0;  // the SM's wait per chunk (the step's latency)
     std::vector<double> channel_free;
     std::vector<Phase> phases;
+    // The phases phase k gates: gated[gated_begin[k] .. gated_begin[k + 1]).
+    std::vector<uint32_t> gated_begin, gated;
     bool launched = false;
     uint64_t sends_expected = 0, sends_done = 0;
     uint64_t recvs_expected = 0, recvs_done = 0;

@@ -141,9 +141,41 @@ CommunicatorShape communicator_shape(const std::vector<int>& ranks, int gpus_per
   const bool uniform = std::all_of(members.begin(), members.end(),
                                    [&](const std::pair<const int, int>& m) { return m.second == first; });
   if (uniform) s.gpus_per_node = first;
+  if (uniform && first > 0) {
+    s.node_blocks = true;
+    for (size_t i = 0; i < ranks.size() && s.node_blocks; ++i) {
+      const size_t block = i - i % size_t(first);
+      s.node_blocks = gpus_per_node <= 0 || ranks[i] / gpus_per_node == ranks[block] / gpus_per_node;
+    }
+  }
   if (!dimensions.empty()) s.dimensions = dimensions;
   else if (uniform && first > 0) s.dimensions = {first, s.nodes};
   return s;
+}
+
+std::vector<RingChannels> ring_channels(const CommunicatorShape& shape, int p, int channels, int max_rings) {
+  const int n = shape.ranks, C = std::max(1, channels), g = shape.gpus_per_node;
+  if (shape.network_nodes <= 1 || shape.nodes <= 1 || !shape.node_blocks || g <= 1 || max_rings <= 1)
+    return {RingChannels{(p + 1) % n, (p + n - 1) % n, 0, 1, C}};
+  const int blocks = n / g, block = p / g, member = p % g, rings = std::min({C, g, max_rings});
+  std::vector<RingChannels> out(static_cast<size_t>(rings));
+  for (int r = 0; r < rings; ++r) {
+    // Ring r enters each node at member r; forwards (r, r+1, .., r-1) or backwards
+    // (r, r-1, .., r+1).
+    const bool forwards = g % 2 == 1 || r % 2 == 1;
+    const int place = forwards ? (member - r + g) % g : (r - member + g) % g;
+    auto at = [&](int b, int k) {
+      const int local = forwards ? (r + k) % g : (r - k + g) % g;
+      return ((b % blocks + blocks) % blocks) * g + local;
+    };
+    RingChannels& ring = out[size_t(r)];
+    ring.next = place + 1 < g ? at(block, place + 1) : at(block + 1, 0);
+    ring.previous = place > 0 ? at(block, place - 1) : at(block - 1, g - 1);
+    ring.first_channel = r;
+    ring.stride = rings;
+    ring.channels = (C - r + rings - 1) / rings;
+  }
+  return out;
 }
 
 uint64_t chunk_size(uint64_t bytes, uint64_t chunk_bytes, int channels) {
@@ -269,10 +301,16 @@ CollectiveLoad Tuner::load(CollectiveOp op, CollectiveAlgorithm a, uint64_t byte
   switch (a) {
     case CollectiveAlgorithm::Automatic:
     case CollectiveAlgorithm::Ring: {
-      // Each GPU sends the same; the node's last GPU sends all of it to the next node.
+      // Each GPU sends the same; every ring crosses into the next node once, so the node
+      // sends all of it into the network: through one GPU (one ring), or spread over the g
+      // GPUs where each channel has its own ring (ring_channels).
       const double sent = reduces(op) ? 2 * (n - 1) / n * S : rooted ? S : (n - 1) / n * S;
       l.nvlink = sent;
-      if (across) l.gpu_network = l.node_network = sent;
+      if (across) {
+        l.node_network = sent;
+        const bool spread = !rooted && s.node_blocks && g > 1;
+        l.gpu_network = spread ? sent / g : sent;
+      }
       break;
     }
     case CollectiveAlgorithm::HalvingDoubling: {

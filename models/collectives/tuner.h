@@ -111,7 +111,27 @@ struct CommunicatorShape {
   std::vector<int> dimensions;  // hierarchical dimensions, innermost first (product = ranks)
   int network_nodes = 1;        // the platform's nodes the members are on: > 1, traffic between
                                 // nodes crosses the network
+  bool node_blocks = false;     // every node's members are consecutive in communicator order
+                                // (gpus_per_node > 0): position p is member p % g of node p / g
 };
+
+// One of a rank's rings: NCCL gives each channel its own ring. Across the platform's nodes a
+// ring visits every member of a node before it moves on, and channel c enters each node at
+// member c mod g (its NIC), so the node crossings (and NICs) spread over the node's GPUs;
+// rings that enter at an even member run through the node backwards and leave at the member
+// after it, those that enter at an odd member forwards and leave at the one before: entry and
+// exit are neighbours (the GPUs that share a PCIe switch and its NICs on DGX nodes). The
+// channels of a ring are first_channel, first_channel + stride, ...; `channels` of them.
+struct RingChannels {
+  int next = -1, previous = -1;  // communicator positions
+  int first_channel = 0, stride = 1, channels = 1;
+};
+// The rings of position p in a communicator of `shape` run on `channels` channels: one ring
+// (positions p+1 and p-1 on every channel) unless the communicator spans several of the
+// platform's nodes with the same members in each (node_blocks), then min(channels, g) rings.
+// At most max_rings rings.
+std::vector<RingChannels> ring_channels(const CommunicatorShape& shape, int p, int channels,
+                                        int max_rings = 1 << 30);
 
 // What the busiest GPU port, GPU and node carry for one call, payload bytes.
 struct CollectiveLoad {

@@ -84,7 +84,7 @@ void FlowFabric::inject(tlm::tlm_generic_payload& gp, PacketSource& source) {
     hop_links_.push_back(l);
     hop_weights_.push_back(wire / size);
   }
-  const uint32_t id = share_.add(hop_links_.data(), hop_weights_.data(), hop_links_.size());
+  const uint32_t id = share_.add(hop_links_.data(), hop_weights_.data(), hop_links_.size(), t.rate_cap);
   if (flows_.size() <= id) flows_.resize(id + 1);
   Flow& f = flows_[id];
   f.path.assign(path_.begin(), path_.end());

@@ -1,6 +1,7 @@
 #include "models/flow/max_min.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -29,7 +30,7 @@ void MaxMinFairShare::touch(uint32_t link) {
   dirty_.push_back(link);
 }
 
-uint32_t MaxMinFairShare::add(const uint32_t* links, const double* weights, size_t hops) {
+uint32_t MaxMinFairShare::add(const uint32_t* links, const double* weights, size_t hops, double cap) {
   uint32_t id;
   if (!free_.empty()) {
     id = free_.back();
@@ -55,6 +56,18 @@ uint32_t MaxMinFairShare::add(const uint32_t* links, const double* weights, size
     f.hops.push_back(Hop{link, static_cast<uint32_t>(l.members.size()), weight});
     l.members.push_back(Member{id, static_cast<uint32_t>(h)});
     touch(link);
+  }
+  if (hops > 0 && cap > 0.0 && std::isfinite(cap)) {
+    if (f.cap_link == kNoLink) {
+      const uint32_t own = add_link(cap);
+      flows_[id].cap_link = own;
+    }
+    Flow& capped = flows_[id];
+    Link& l = links_[capped.cap_link];
+    l.capacity = cap;
+    capped.hops.push_back(Hop{capped.cap_link, static_cast<uint32_t>(l.members.size()), 1.0});
+    l.members.push_back(Member{id, static_cast<uint32_t>(hops)});
+    touch(capped.cap_link);
   }
   if (hops == 0) {  // nothing limits it, and nothing it touches needs solving again
     f.rate = std::numeric_limits<double>::infinity();

@@ -39,10 +39,11 @@ class MaxMinFairShare {
   double capacity(uint32_t link) const { return links_[link].capacity; }
 
   // Adds a flow crossing `hops` links `links[0..hops)` (distinct), with `weights` per hop
-  // (nullptr: all 1). Returns the flow's id; ids of removed flows are reused (last freed first).
-  // Its rate is 0 until the next recompute(), except a flow crossing no link: its rate is
-  // infinite at once and no recompute() reports it.
-  uint32_t add(const uint32_t* links, const double* weights, size_t hops);
+  // (nullptr: all 1), at most `cap` bytes/s (0: no cap; the flow's own link of that capacity,
+  // kept with its id). Returns the flow's id; ids of removed flows are reused (last freed
+  // first). Its rate is 0 until the next recompute(), except a flow crossing no link: its rate
+  // is infinite at once and no recompute() reports it.
+  uint32_t add(const uint32_t* links, const double* weights, size_t hops, double cap = 0.0);
   void remove(uint32_t flow);
 
   // Re-solves the rates of the flows connected to links touched since the last call and returns
@@ -60,6 +61,7 @@ class MaxMinFairShare {
   uint64_t hops_visited() const { return hops_visited_; }
 
  private:
+  static constexpr uint32_t kNoLink = 0xffffffffu;
   struct Hop {
     uint32_t link;
     uint32_t slot;   // index of this flow in the link's member list
@@ -71,6 +73,7 @@ class MaxMinFairShare {
   };
   struct Flow {
     std::vector<Hop> hops;  // keeps its capacity when the id is reused
+    uint32_t cap_link = kNoLink;  // its own link for a rate cap, once it has had one
     double rate = 0.0;
     uint32_t mark = 0;      // epoch of the last recompute that visited it
     bool active = false;

@@ -80,6 +80,32 @@ TEST(MaxMinFairShare, WeightsChargeWireBytesToTheLink) {
   EXPECT_DOUBLE_EQ(share.rate(b), 3 * kGBps);
 }
 
+TEST(MaxMinFairShare, ACappedFlowLeavesTheRestToOthers) {
+  // 100 GB/s shared by a (capped at 20 GB/s, its channels' rate) and b: b gets the other 80.
+  // The cap goes with the flow: reused for another flow without one, the id is uncapped.
+  MaxMinFairShare share({100 * kGBps});
+  const uint32_t link = 0;
+  const uint32_t a = share.add(&link, nullptr, 1, 20 * kGBps);
+  const uint32_t b = share.add(&link, nullptr, 1);
+  share.recompute();
+  EXPECT_DOUBLE_EQ(share.rate(a), 20 * kGBps);
+  EXPECT_DOUBLE_EQ(share.rate(b), 80 * kGBps);
+  share.remove(a);
+  const uint32_t c = share.add(&link, nullptr, 1);
+  share.recompute();
+  EXPECT_EQ(c, a);
+  EXPECT_DOUBLE_EQ(share.rate(b), 50 * kGBps);
+  EXPECT_DOUBLE_EQ(share.rate(c), 50 * kGBps);
+  // A cap above the fair share changes nothing; a new cap on the reused id takes effect.
+  share.remove(c);
+  const uint32_t d = share.add(&link, nullptr, 1, 70 * kGBps);
+  share.recompute();
+  EXPECT_DOUBLE_EQ(share.rate(d), 50 * kGBps);
+  share.remove(b);
+  share.recompute();
+  EXPECT_DOUBLE_EQ(share.rate(d), 70 * kGBps);
+}
+
 TEST(MaxMinFairShare, AFlowCrossingNoLinkIsUnlimited) {
   MaxMinFairShare share({kGBps});
   const uint32_t a = share.add(nullptr, nullptr, 0);

@@ -92,10 +92,10 @@ TEST(TunerAcrossNodes, NetworkStepsPayNcclsNetworkLatency) {
 }
 
 TEST(TunerAcrossNodes, LargeCallsAreBoundByTheNics) {
-  // 1 GiB on 8 DGX A100, simple protocol. A ring crosses each node boundary through one GPU:
-  // 2(n-1)/n S through that GPU's PCIe port. Hierarchical spreads the ring across nodes over
-  // every GPU and NIC: 2(N-1)/N S/8 per GPU, 2(N-1)/N S per node's 8 NICs; NVLink carries the
-  // 2(g-1)/g S of the rings in the node. collnet sends S/8 per GPU, S per node.
+  // 1 GiB on 8 DGX A100, simple protocol. Every channel's ring crosses each node boundary
+  // through another GPU (NCCL's rings): 2(n-1)/n S per node's 8 NICs, an eighth of it per GPU.
+  // Hierarchical sends 2(N-1)/N S/8 per GPU, 2(N-1)/N S per node; NVLink carries the 2(g-1)/g S
+  // of the rings in the node. collnet sends S/8 per GPU, S per node.
   const models::Tuner t = tuner_for("dgx-a100", true);
   const models::FabricFacts& f = t.fabric();
   const models::CommunicatorShape s = world(8);
@@ -107,7 +107,9 @@ TEST(TunerAcrossNodes, LargeCallsAreBoundByTheNics) {
            t.predict(CollectiveOp::AllReduce, 1, s, a, CollectiveProtocol::Simple) -
            store_and_forward(t, net, transfer, GiB, 1);
   };
-  const double ring = 2 * (n - 1) / n * S / f.gpu_network_bandwidth;
+  const double ring = std::max({2 * (n - 1) / n * S / f.gpu_bandwidth, 2 * (n - 1) / n * S / g / f.gpu_network_bandwidth,
+                                2 * (n - 1) / n * S / f.node_network_bandwidth});
+  EXPECT_NEAR(ring, 2 * (n - 1) / n * S / f.node_network_bandwidth, 1e-12) << "the NICs bound the ring";
   EXPECT_NEAR(bandwidth_term(CollectiveAlgorithm::Ring, S / n), ring, 0.01 * ring);
   const double hierarchical = std::max({2 * (g - 1) / g * S / f.gpu_bandwidth,
                                         2 * (N - 1) / N * S / g / f.gpu_network_bandwidth,

@@ -189,6 +189,29 @@ TEST(Bottleneck, TwoDgxA100NodesExchangeAtTheNicsRate) {
   EXPECT_NEAR(8.0 * S / t, expected_rate, 0.03 * expected_rate);
 }
 
+TEST(Bottleneck, RingAllReduceAcrossTwoDgxA100NodesIsBoundByTheNodesNics) {
+  // 16 GPUs on 2 nodes: every channel has its own ring, which enters each node at another GPU
+  // (and leaves at the GPU beside it on the same PCIe switch), so the node's 2(n-1)/n S into
+  // the network spread over all 8 NICs. With one ring for all channels it would all cross
+  // through one GPU's PCIe port, at an eighth of the rate.
+  const uint64_t S = 256 * MiB;
+  const PlatformConfig c = load_platform("dgx-a100", {"nodes=2"});
+  const double nics = 8 * nic_effective(c);
+  const double expected = ring_allreduce_time(16, S, nics) + pipeline_fill_s(c, 0, 9);
+  app::SimulationOptions o;
+  o.collectives = testing::ideal_collectives(models::CollectiveAlgorithm::Ring);
+  const nlohmann::json r = run_in_child(
+      [&] { return testing::summarize(app::simulate(c, one_collective(16, CollectiveKind::AllReduce, S), o)); });
+  ASSERT_FALSE(r.contains("error")) << r["error"];
+  ASSERT_FALSE(r["deadlocked"].get<bool>()) << r["deadlock"];
+  EXPECT_NEAR(r["iteration_time_s"].get<double>(), expected, 0.05 * expected);
+  // The rings together still send and receive 2(n-1) segments of S/n per rank.
+  for (int rank = 0; rank < 16; ++rank) {
+    EXPECT_EQ(r["sent"][rank].get<uint64_t>(), 30 * S / 16) << "rank " << rank;
+    EXPECT_EQ(r["received"][rank].get<uint64_t>(), 30 * S / 16) << "rank " << rank;
+  }
+}
+
 // --- Every shipped platform: changes move results where they should, and only there ----------
 
 class NvlinkNodes : public ::testing::TestWithParam<const char*> {};
