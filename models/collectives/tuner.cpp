@@ -148,6 +148,7 @@ CommunicatorShape communicator_shape(const std::vector<int>& ranks, int gpus_per
       s.node_blocks = gpus_per_node <= 0 || ranks[i] / gpus_per_node == ranks[block] / gpus_per_node;
     }
   }
+  s.dimensions_given = !dimensions.empty();
   if (!dimensions.empty()) s.dimensions = dimensions;
   else if (uniform && first > 0) s.dimensions = {first, s.nodes};
   return s;
@@ -557,12 +558,17 @@ Choice Tuner::choose(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s
   } else if (a2a) {
     algorithms = {CollectiveAlgorithm::Direct};
   } else {
-    // NCCL's own choices: ring and tree everywhere, NVLS where the switches reduce, the
-    // hierarchical form across nodes, and CollNet where the network switches reduce.
+    // NCCL's own choices: ring and tree everywhere, NVLS where the switches reduce, and CollNet
+    // where the network switches reduce. Across nodes the hierarchical form where the
+    // communicator names its dimensions, or where the NVSwitches reduce: it stands for NCCL's
+    // NVLS-tree there (reduce in the node, across nodes, back); elsewhere NCCL has no such
+    // schedule and runs its rings or trees across the nodes.
+    const bool hierarchical = s.dimensions_given || fabric_.in_switch_reduction;
     for (CollectiveAlgorithm a : {CollectiveAlgorithm::Ring, CollectiveAlgorithm::Tree,
                                   CollectiveAlgorithm::Nvls, CollectiveAlgorithm::Hierarchical,
                                   CollectiveAlgorithm::CollNet}) {
       if ((a == CollectiveAlgorithm::Hierarchical || a == CollectiveAlgorithm::CollNet) && s.nodes <= 1) continue;
+      if (a == CollectiveAlgorithm::Hierarchical && !hierarchical) continue;
       if (unsupported(op, a, protocol, s).empty()) algorithms.push_back(a);
     }
   }

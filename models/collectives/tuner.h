@@ -109,6 +109,7 @@ struct CommunicatorShape {
   int nodes = 1;                // as the algorithms group the members (rank / gpus_per_node)
   int gpus_per_node = 0;        // members per node when every node has as many, else 0
   std::vector<int> dimensions;  // hierarchical dimensions, innermost first (product = ranks)
+  bool dimensions_given = false;  // named by the communicator (else {members per node, nodes})
   int network_nodes = 1;        // the platform's nodes the members are on: > 1, traffic between
                                 // nodes crosses the network
   bool node_blocks = false;     // every node's members are consecutive in communicator order

@@ -120,25 +120,34 @@ TEST(TunerAcrossNodes, LargeCallsAreBoundByTheNics) {
   EXPECT_NEAR(bandwidth_term(CollectiveAlgorithm::CollNet, S / g), collnet, 0.01 * collnet);
 }
 
-TEST(TunerAcrossNodes, SmallCallsMoveToTheTreeAsNodesAreAdded) {
-  // 16 KiB: the hierarchical ring crosses the network 2(N-1) times, the tree 2 log2 N times.
-  // Few nodes: hierarchical; many: the tree. (At 64 KiB the tree wins from 2 nodes: a ring
-  // with LL runs on one channel below 512 B per thread per rank, NCCL's rule, so on one SM's
-  // share of the LL rate, where the tree runs on all 16.)
+TEST(TunerAcrossNodes, WithoutNvlsTheTunerRunsNcclsTreesAndRings) {
+  // DGX A100 has no NVLS, so no NVLS-tree: like NCCL, the tuner runs the tree for small calls
+  // (2 log2 N network steps) and the rings for large ones (every channel's ring through
+  // another NIC: the node's NICs bound it), at every node count. The hierarchical schedule
+  // is NCCL's only where the communicator names its dimensions.
   const models::Tuner t = tuner_for("dgx-a100", false);
-  EXPECT_EQ(choice(t, 16 * KiB, 2), CollectiveAlgorithm::Hierarchical);
-  EXPECT_EQ(choice(t, 16 * KiB, 4), CollectiveAlgorithm::Hierarchical);
-  EXPECT_EQ(choice(t, 64 * KiB, 2), CollectiveAlgorithm::Tree);
-  EXPECT_EQ(choice(t, 64 * KiB, 128), CollectiveAlgorithm::Tree);
-  // The crossover moves to larger sizes with more nodes: at 128 nodes the tree still wins at
-  // 1 MiB, at 2 nodes hierarchical does.
-  EXPECT_EQ(choice(t, 1 * MiB, 2), CollectiveAlgorithm::Hierarchical);
+  for (int nodes : {2, 8, 32, 128}) {
+    EXPECT_EQ(choice(t, 16 * KiB, nodes), CollectiveAlgorithm::Tree) << nodes;
+    EXPECT_EQ(choice(t, 4 * GiB, nodes), CollectiveAlgorithm::Ring) << nodes;
+    for (uint64_t bytes : {KiB, MiB, GiB}) EXPECT_NE(choice(t, bytes, nodes), CollectiveAlgorithm::Hierarchical);
+  }
+  // The crossover moves to larger sizes with more nodes: at 2 nodes the rings win at 1 MiB, at
+  // 128 the tree still does.
+  EXPECT_EQ(choice(t, 1 * MiB, 2), CollectiveAlgorithm::Ring);
   EXPECT_EQ(choice(t, 1 * MiB, 128), CollectiveAlgorithm::Tree);
-  // Large calls: every NIC busy, whatever the node count.
-  for (int nodes : {2, 8, 32, 128}) EXPECT_EQ(choice(t, 4 * GiB, nodes), CollectiveAlgorithm::Hierarchical) << nodes;
-  // A ring through one GPU's PCIe port is never the best across nodes.
-  for (int nodes : {2, 8, 32})
-    for (uint64_t bytes : {KiB, MiB, GiB}) EXPECT_NE(choice(t, bytes, nodes), CollectiveAlgorithm::Ring);
+  // Named dimensions: the hierarchical schedule is a candidate, and it wins at 4 GiB (per
+  // node 2(N-1)/N S into the network against the rings' 2(n-1)/n S).
+  std::vector<int> ranks(64);
+  std::iota(ranks.begin(), ranks.end(), 0);
+  const models::CommunicatorShape named = models::communicator_shape(ranks, 8, {8, 8}, 8);
+  EXPECT_EQ(t.choose(CollectiveOp::AllReduce, 4 * GiB, named).algorithm, CollectiveAlgorithm::Hierarchical);
+}
+
+TEST(TunerAcrossNodes, WithNvlsTheHierarchicalScheduleStandsForNvlsTree) {
+  // DGX H100: NCCL reduces in the node (NVLS), across nodes, and back (NVLS-tree); the
+  // hierarchical schedule does the same, so large calls across nodes take it.
+  const models::Tuner t = tuner_for("dgx-h100", false);
+  for (int nodes : {2, 8, 32}) EXPECT_EQ(choice(t, 4 * GiB, nodes), CollectiveAlgorithm::Hierarchical) << nodes;
 }
 
 TEST(TunerAcrossNodes, SharpTakesOverWhereTheNetworkSwitchesReduce) {
