@@ -153,7 +153,6 @@ void CollectiveEngine::plan(Instance& inst, const protocol::CollectiveEvent& e) 
       const int ring_budget = std::max(1, static_cast<int>(kMaxRingPhases / uint32_t(std::max(1, steps))));
       const std::vector<RingChannels> rings = ring_channels(shape, p, C, ring_budget);
       auto on = [&](const RingChannels& ring, int position) {
-        if (rings.size() == 1) return transfer(rank_at(position), segment, C);
         Transfer t = transfer(rank_at(position), ceil_div(segment * ring.channels, C), ring.channels);
         t.first_channel = static_cast<uint16_t>(ring.first_channel);
         t.stride = static_cast<uint16_t>(ring.stride);

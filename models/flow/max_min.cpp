@@ -58,16 +58,12 @@ uint32_t MaxMinFairShare::add(const uint32_t* links, const double* weights, size
     touch(link);
   }
   if (hops > 0 && cap > 0.0 && std::isfinite(cap)) {
-    if (f.cap_link == kNoLink) {
-      const uint32_t own = add_link(cap);
-      flows_[id].cap_link = own;
-    }
-    Flow& capped = flows_[id];
-    Link& l = links_[capped.cap_link];
+    if (f.cap_link == kNoLink) f.cap_link = add_link(cap);  // (add_link leaves flows_ alone)
+    Link& l = links_[f.cap_link];
     l.capacity = cap;
-    capped.hops.push_back(Hop{capped.cap_link, static_cast<uint32_t>(l.members.size()), 1.0});
+    f.hops.push_back(Hop{f.cap_link, static_cast<uint32_t>(l.members.size()), 1.0});
     l.members.push_back(Member{id, static_cast<uint32_t>(hops)});
-    touch(capped.cap_link);
+    touch(f.cap_link);
   }
   if (hops == 0) {  // nothing limits it, and nothing it touches needs solving again
     f.rate = std::numeric_limits<double>::infinity();
