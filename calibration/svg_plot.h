@@ -26,3 +26,20 @@ std::string render_svg(const Plot& plot);
 void write_svg(const std::string& path, const Plot& plot);
 
 }  // namespace tessera::calibration
+
+namespace tessera::calibration {
+
+// Predicted against measured, one point per case, on log-log axes with the diagonal and a
+// +-10% band: the validation report's picture.
+struct ScatterPoint {
+  std::string label;
+  double measured = 0, predicted = 0;  // > 0
+};
+struct Scatter {
+  std::string title, unit;
+  std::vector<ScatterPoint> points;
+};
+std::string render_scatter_svg(const Scatter& scatter);
+void write_scatter_svg(const std::string& path, const Scatter& scatter);
+
+}  // namespace tessera::calibration

@@ -14,7 +14,10 @@
 #include <boost/program_options.hpp>
 #include <systemc>
 
+#include "sc_main/calibrate_command.h"
 #include "sc_main/collective_command.h"
+#include "sc_main/compute_options.h"
+#include "sc_main/validate_command.h"
 #include "sc_main/input_error.h"
 #include "platforms/platform_file.h"
 #include "sc_main/describe_command.h"
@@ -38,9 +41,11 @@ const char* kUsage =
     "commands:\n"
     "  run         simulate one training iteration (the default scenario without options)\n"
     "  collective  one collective over a size sweep, printed like nccl-tests\n"
+    "  validate    simulate measured runs (a CSV) and report each error and the MAPE\n"
     "  platforms   list the built-in platforms\n"
     "  describe    a platform's modules, links, bisection bandwidth and a route between two GPUs\n"
     "  models      list the model zoo\n"
+    "  calibrate   measured kernel times from profiler traces (Kineto) into a calibration file\n"
     "\n"
     "options:\n"
     "  -h, --help  this help; 'tessera <command> --help' for a command's options\n"
@@ -52,6 +57,7 @@ constexpr int kPacketFidelityGpus = 64;
 struct RunSettings {
   std::string config, report, trace, job;
   PlatformSettings platform;
+  ComputeSettings compute;
   std::string model = "gpt3-1.3b", strategy_file;
   bool allow_oom = false;
   int64_t chunk_kib = 128;
@@ -99,7 +105,7 @@ po::options_description run_options(RunSettings& s) {
       ("collective-protocol", po::value(&s.collective_protocol)->default_value("auto"), "simple, ll, ll128 or auto")
       ("gpus-per-node", po::value(&s.gpus_per_node), "GPUs per node for hierarchical and tree collectives (default: all)");
   po::options_description all("tessera run [options]");
-  all.add(general).add(platform).add(workload).add(sim);
+  all.add(general).add(platform).add(workload).add(compute_options(s.compute)).add(sim);
   return all;
 }
 
@@ -209,14 +215,15 @@ Workload build_workload(const RunSettings& s, const po::variables_map& vm,
   for (const workloads::OptionInfo& o : workloads::model_override_options())
     if (vm.count(o.name)) workloads::set_model_override(overrides, o.name, vm[o.name].as<std::string>());
   workloads::apply_overrides(model, overrides);
-  workloads::Strategy strategy = workloads::default_strategy(model);
+  const workloads::Framework framework = load_framework_option(s.compute);
+  workloads::Strategy strategy = workloads::default_strategy(model, &framework);
   if (!s.strategy_file.empty()) {
     require_readable_file(s.strategy_file, "strategy file");
     workloads::apply_strategy_file(strategy, s.strategy_file);
   }
   for (const workloads::OptionInfo& o : workloads::strategy_options())
     if (vm.count(o.name)) workloads::set_strategy_option(strategy, o.name, vm[o.name].as<std::string>());
-  workloads::CompiledJob compiled = workloads::compile(model, strategy, p.gpu_count());
+  workloads::CompiledJob compiled = workloads::compile(model, strategy, p.gpu_count(), framework);
   if (!s.allow_oom) workloads::check_memory(compiled, p.gpu.hbm_capacity_gib * 1024.0 * 1024.0 * 1024.0);
   return {std::move(compiled.job), std::move(compiled.memory)};
 }
@@ -287,6 +294,9 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
   options.trace_bucket_us = s.trace_bucket_us;
   options.progress = true;
   options.topology = topology;
+  std::string compute_note;
+  options.kernel_timer = make_kernel_timer(s.compute, platform, load_framework_option(s.compute), &compute_note);
+  if (!compute_note.empty() && !s.quiet) err << "tessera: note: " << compute_note << "\n";
   SimulationResult result = simulate(platform, job, options);
   if (result.deadlocked) {
     err << "tessera: error: " << describe_deadlock(result) << "\n";
@@ -334,6 +344,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     }
     if (command == "run") return command_run(rest, out, err);
     if (command == "collective") return command_collective(rest, out, err);
+    if (command == "validate") return command_validate(rest, out, err);
+    if (command == "calibrate") return command_calibrate(rest, out, err);
     if (command == "platforms") return command_platforms(out);
     if (command == "describe") return command_describe(rest, out);
     if (command == "models") return command_models(out);

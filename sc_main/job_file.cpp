@@ -142,7 +142,7 @@ workloads::Job load_job_file(const std::string& path) {
   }
 
   const std::set<std::string> op_keys{"name", "kind", "stream", "deps", "flops", "bytes", "dtype",
-                                      "phase", "gemm", "communicator", "peer", "tag"};
+                                      "phase", "gemm", "kernel", "communicator", "peer", "tag"};
   for (int r = 0; r < rank_count; ++r) {
     const YAML::Node rank_node = ranks[r];
     const std::string rk = "ranks[" + std::to_string(r) + "]";
@@ -191,6 +191,18 @@ workloads::Job load_job_file(const std::string& path) {
         }
         if (op.flops == 0 && op.bytes == 0)
           in.fail(o, ok, "a compute op needs flops, bytes or gemm");
+        // What the compute model times it as: tensor-core work where it has FLOPs (they count
+        // as model FLOPs), a memory-bound kernel where it only moves bytes.
+        op.kernel = op.flops > 0 ? workloads::KernelKind::Gemm : workloads::KernelKind::Elementwise;
+        if (o["kernel"] && !workloads::parse_kernel_kind(o["kernel"].as<std::string>(""), op.kernel))
+          in.fail(o["kernel"], ok + ".kernel",
+                  "unknown kernel kind '" + o["kernel"].as<std::string>("") +
+                      "' (gemm, attention_gemm, flash_attention, norm, softmax, dropout, activation, "
+                      "bias, residual, rotary, embedding, cross_entropy, moe_routing, optimizer, "
+                      "framework, elementwise)");
+        op.matmul = op.kernel == workloads::KernelKind::Gemm ||
+                    op.kernel == workloads::KernelKind::AttentionGemm ||
+                    op.kernel == workloads::KernelKind::FlashAttention;
       } else if (kind == "send" || kind == "recv") {
         op.kind = kind == "send" ? OpKind::Send : OpKind::Recv;
         if (!o["peer"]) in.fail(o, ok + ".peer", "is missing");

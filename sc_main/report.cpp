@@ -29,6 +29,14 @@ double peak_tflops(const platforms::PlatformConfig& p, const workloads::Job& job
   return p.gpu.peak_tflops[static_cast<size_t>(workloads::DType::BF16)];
 }
 
+// Compute time by what it went to (models::ComputeCause), in seconds.
+ordered_json compute_by_cause(const RankResult& rr) {
+  ordered_json j;
+  for (int c = 0; c < models::kComputeCauses; ++c)
+    j[models::to_string(static_cast<models::ComputeCause>(c))] = rr.compute_by_cause[c];
+  return j;
+}
+
 std::string format(const char* fmt, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, fmt, v);
@@ -69,6 +77,7 @@ ordered_json report_json(const platforms::PlatformConfig& platform, const worklo
                      {"exposed_communication_time_s", rr.exposed_communication_s},
                      {"overlapped_communication_time_s", rr.overlapped_communication_s},
                      {"idle_time_s", rr.idle_s},
+                     {"compute_by_cause_s", compute_by_cause(rr)},
                      {"ops", rr.ops},
                      {"bytes_sent", rr.bytes_sent},
                      {"bytes_received", rr.bytes_received}};
@@ -135,6 +144,14 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
       out << format("  %8.2f GiB", memory[rr.rank].peak / (1024.0 * 1024.0 * 1024.0));
     out << "\n";
   }
+  if (!r.ranks.empty()) {
+    const RankResult& first = r.ranks[0];
+    out << "  compute of gpu0       ";
+    const char* labels[] = {"GEMM", "attention", "memory-bound", "framework"};
+    for (int c = 0; c < models::kComputeCauses; ++c)
+      out << (c ? ", " : "") << format("%.3f ms ", first.compute_by_cause[c] * 1e3) << labels[c];
+    out << "\n";
+  }
   double busiest = 0;
   std::string busiest_name;
   for (const LinkResult& l : r.links)
@@ -167,6 +184,10 @@ ordered_json trace_json(const platforms::PlatformConfig& platform, const workloa
         args["flops"] = op.flops;
         args["bytes"] = op.bytes;
         args["phase"] = workloads::to_string(op.phase);
+        args["kernel"] = workloads::to_string(op.kernel);
+        if (op.kernels > 1) args["kernels"] = op.kernels;
+        if (op.gemm.valid())
+          args["gemm"] = {op.gemm.batch, op.gemm.m, op.gemm.n, op.gemm.k};
       } else {
         args["bytes"] = op.message_bytes;
       }

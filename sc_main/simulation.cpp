@@ -94,6 +94,7 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
   for (const workloads::Rank& rank : job.ranks) {
     models::Gpu& gpu = platform.gpu(rank.rank);
     if (options.trace) gpu.activity().enable_spans();
+    gpu.set_kernel_timer(options.kernel_timer.get());
     gpu.command_processor().load(job, rank, graphs[rank.program.get()], &progress);
   }
   const sc_core::sc_time bucket(options.trace_bucket_us, sc_core::SC_US);
@@ -120,6 +121,7 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
     rr.exposed_communication_s = seconds(gpu.activity().exposed_communication());
     rr.overlapped_communication_s = seconds(gpu.activity().overlapped_communication());
     rr.idle_s = seconds(gpu.activity().idle());
+    rr.compute_by_cause = gpu.activity().compute_by_cause();
     rr.ops = gpu.command_processor().completed_ops();
     rr.bytes_sent = gpu.collectives().bytes_injected();
     rr.bytes_received = gpu.collectives().bytes_received();

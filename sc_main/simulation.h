@@ -3,12 +3,14 @@
 // called once per process (tests run each scenario in a child process).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "models/gpu/activity.h"
+#include "models/gpu/kernel_timer.h"
 #include "platforms/platform.h"
 #include "workloads/program.h"
 
@@ -21,6 +23,8 @@ struct SimulationOptions {
   double trace_bucket_us = 10.0;         // link counter resolution in the trace
   bool progress = false;                 // print progress on stderr
   platforms::Fidelity fidelity = platforms::Fidelity::Packet;
+  // The compute model every GPU times its kernels with (null: the models' roofline).
+  std::shared_ptr<const models::KernelTimer> kernel_timer;
   // The platform's graph and routes when the caller has them (build_platform); else computed.
   std::shared_ptr<const platforms::RoutedTopology> topology;
 };
@@ -32,6 +36,7 @@ struct RankResult {
   double exposed_communication_s = 0;
   double overlapped_communication_s = 0;
   double idle_s = 0;
+  std::array<double, models::kComputeCauses> compute_by_cause{};  // seconds, by ComputeCause
   uint64_t ops = 0;
   uint64_t bytes_sent = 0;
   uint64_t bytes_received = 0;

@@ -24,6 +24,10 @@ struct ComputeEvent : tlm::tlm_extension<ComputeEvent> {
   double flops = 0.0;
   double bytes = 0.0;                 // HBM traffic of the kernel
   int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0;  // 0 when not a GEMM
+  int64_t gemm_batch = 1;             // batched GEMMs (the attention core)
+  uint8_t kind = 0;                   // workloads::KernelKind, as a number
+  uint16_t kernels = 1;               // kernels the op launches
+  int64_t elements = 0;               // memory-bound kernels: elements of the main input
   bool memory_copy = false;           // a copy-engine transfer rather than a kernel
 
   tlm::tlm_extension_base* clone() const override { return new ComputeEvent(*this); }

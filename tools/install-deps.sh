@@ -2,7 +2,7 @@
 # Installs the Debian packages tessera builds with; does nothing when all are present.
 set -euo pipefail
 packages=(cmake make g++ pkg-config libsystemc-dev libboost-program-options-dev libgtest-dev
-          libyaml-cpp-dev nlohmann-json3-dev)
+          libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

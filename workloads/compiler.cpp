@@ -171,9 +171,10 @@ struct Layout {
 class StageBuilder {
  public:
   StageBuilder(Job& job, Program& program, const ModelSpec& m, const ResolvedStrategy& r,
-               const CommunicatorSlots& slots, std::vector<std::string>& unit_names)
-      : job_(job), prog_(program), m_(m), r_(r), q_(geometry(m, r)), slots_(slots),
-        unit_names_(unit_names) {}
+               const Framework& framework, const CommunicatorSlots& slots,
+               std::vector<std::string>& unit_names)
+      : job_(job), prog_(program), m_(m), r_(r), framework_(framework), q_(geometry(m, r)),
+        slots_(slots), unit_names_(unit_names) {}
 
   void build(int stage, std::vector<Chunk>& chunks);
 
@@ -204,8 +205,10 @@ class StageBuilder {
     prog_.ops.push_back(std::move(op));
     return static_cast<OpId>(prog_.ops.size() - 1);
   }
-  OpId compute(uint32_t name, ComputePhase phase, double flops, double bytes, bool matmul,
-               GemmShape gemm = {}) {
+  // A kernel of `kind`; `elements` is its main input's size (measured-kernel tables match on
+  // it) and `kernels` how many kernels the framework launches for it.
+  OpId compute(uint32_t name, ComputePhase phase, KernelKind kind, double flops, double bytes,
+               double elements = 0, int kernels = 1) {
     Op op;
     op.kind = OpKind::Compute;
     op.stream = compute_stream_;
@@ -214,16 +217,33 @@ class StageBuilder {
     op.dtype = r_.s.dtype;
     op.flops = flops;
     op.bytes = bytes;
-    op.gemm = gemm;
-    op.matmul = matmul;
+    op.kernel = kind;
+    op.kernels = static_cast<uint16_t>(kernels);
+    op.elements = static_cast<int64_t>(elements);
+    op.matmul = kind == KernelKind::Gemm || kind == KernelKind::AttentionGemm ||
+                kind == KernelKind::FlashAttention;
     last_compute_ = push(std::move(op), std::move(pending_));
     pending_.clear();
     return last_compute_;
   }
-  OpId gemm(uint32_t name, ComputePhase phase, double m, double n, double k) {
+  OpId gemm(uint32_t name, ComputePhase phase, double m, double n, double k, double batch = 1,
+            KernelKind kind = KernelKind::Gemm) {
     const double eb = dtype_bytes(r_.s.dtype);
-    return compute(name, phase, 2.0 * m * n * k, eb * (m * k + k * n + m * n), true,
-                   GemmShape{int64_t(m), int64_t(n), int64_t(k)});
+    const OpId id = compute(name, phase, kind, 2.0 * batch * m * n * k,
+                            eb * batch * (m * k + k * n + m * n));
+    prog_.ops[id].gemm = GemmShape{int64_t(m), int64_t(n), int64_t(k), int64_t(batch)};
+    return id;
+  }
+  // One batched GEMM of the attention core: (b a / t) products of m x n x k.
+  OpId attention_gemm(uint32_t name, ComputePhase phase, double m, double n, double k) {
+    return gemm(name, phase, m, n, k, q_.b * q_.a / q_.t, KernelKind::AttentionGemm);
+  }
+  // Element-wise kernels a framework may fuse: fused, one kernel moving `bytes`; unfused,
+  // `unfused_kernels` kernels moving `unfused_bytes`.
+  OpId fusible(uint32_t name, ComputePhase phase, KernelKind kind, bool fused, double flops,
+               double elements, double bytes, int unfused_kernels, double unfused_bytes) {
+    return fused ? compute(name, phase, kind, flops, bytes, elements)
+                 : compute(name, phase, kind, flops, unfused_bytes, elements, unfused_kernels);
   }
   OpId collective(uint32_t strm, uint32_t name, ComputePhase phase, CollectiveKind kind,
                   double bytes, int slot, std::vector<OpId> deps) {
@@ -241,6 +261,24 @@ class StageBuilder {
     return last_compute_ == kNoOp ? std::vector<OpId>{} : std::vector<OpId>{last_compute_};
   }
   void block(OpId id) { pending_.push_back(id); }
+
+  // The activation of `elements` outputs, `flops_per` FLOPs and `tensors` tensors of that size
+  // moved each: fused with the bias where the framework fuses it; unfused, a bias add (read and
+  // write) comes first as its own kernel (models without biases have none).
+  void activation(uint32_t name, ComputePhase phase, double flops_per, double elements,
+                  double tensors) {
+    const bool fused = framework_.fused_bias_activation || !m_.bias;
+    fusible(name, phase, KernelKind::Activation, fused, flops_per * elements, elements,
+            tensors * elements * q_.eb, 2, (tensors + 2) * elements * q_.eb);
+  }
+  // The residual add after a block (with the block's bias and dropout): Megatron's fused
+  // bias-dropout-add reads the input and the residual and writes the sum (and the dropout
+  // mask); unfused, the bias add, the dropout and the add are three kernels.
+  void residual(uint32_t name, ComputePhase phase, double flops_per) {
+    const double n = q_.Tr * q_.h, mask = q_.dropout ? n : 0.0;
+    fusible(name, phase, KernelKind::Residual, framework_.fused_bias_dropout_add, flops_per * n, n,
+            3.0 * n * q_.eb + mask, 3, 7.0 * n * q_.eb + mask);
+  }
 
   // ---- tensor-parallel GEMM pairs (Megatron's f and g operators) ----
   // A TP group as one part of the model sees it: its size, communicator slot and the tokens its
@@ -356,12 +394,14 @@ class StageBuilder {
   int dp_slot(bool expert) const { return expert ? slots_.edp : slots_.dp; }
   bool dp_active(bool expert) const { return expert ? slots_.edp >= 0 : dp_size_ > 1; }
   void zero3_gather(const Unit& unit, ComputePhase ph);
+  void framework_step(double local_params);
   void zero3_reduce(const Unit& unit);
 
   Job& job_;
   Program& prog_;
   const ModelSpec& m_;
   const ResolvedStrategy& r_;
+  const Framework& framework_;
   const Geometry q_;
   const CommunicatorSlots& slots_;
   std::vector<std::string>& unit_names_;
@@ -387,16 +427,18 @@ void StageBuilder::attention_core_forward(uint32_t u, ComputePhase ph) {
   const double A = q.b * (q.a / q.t) * q.sl * q.s;
   const double kv = q.T * q.c * q.dkv / q.t;  // K or V elements after the CP gather
   if (r_.s.flash_attention) {
-    compute(name(u, "attention", ph), ph, 4.0 * q.b * q.sl * q.s * q.h / q.t,
-            q.eb * (2.0 * q.T * q.h / q.t + 2.0 * kv), true);
+    compute(name(u, "attention", ph), ph, KernelKind::FlashAttention,
+            4.0 * q.b * q.sl * q.s * q.h / q.t, q.eb * (2.0 * q.T * q.h / q.t + 2.0 * kv));
     return;
   }
-  compute(name(u, "attn_scores", ph), ph, 2.0 * q.b * q.sl * q.s * q.h / q.t,
-          q.eb * (q.T * q.h / q.t + kv + A), true);
-  compute(name(u, "softmax", ph), ph, 5.0 * A, 2.0 * A * q.eb, false);
-  if (q.dropout) compute(name(u, "attn_dropout", ph), ph, 2.0 * A, 2.0 * A * q.eb + A, false);
-  compute(name(u, "attn_values", ph), ph, 2.0 * q.b * q.sl * q.s * q.h / q.t,
-          q.eb * (A + kv + q.T * q.h / q.t), true);
+  // Per head: scores Q K^T (sl x s x d), probabilities times V (sl x d x s).
+  attention_gemm(name(u, "attn_scores", ph), ph, q.sl, q.s, q.d);
+  // Unfused: scale, masked fill and softmax, each reading and writing the scores.
+  fusible(name(u, "softmax", ph), ph, KernelKind::Softmax, framework_.fused_softmax, 5.0 * A, A,
+          2.0 * A * q.eb, 3, 6.0 * A * q.eb);
+  if (q.dropout)
+    compute(name(u, "attn_dropout", ph), ph, KernelKind::Dropout, 2.0 * A, 2.0 * A * q.eb + A, A);
+  attention_gemm(name(u, "attn_values", ph), ph, q.sl, q.d, q.s);
 }
 
 void StageBuilder::layer_forward(const Unit& unit, ComputePhase ph) {
@@ -404,40 +446,38 @@ void StageBuilder::layer_forward(const Unit& unit, ComputePhase ph) {
   const uint32_t u = unit.name_unit;
   const bool moe = m_.is_moe();
   const double mask = q.dropout ? q.Tr * q.h : 0.0;
-  compute(name(u, "attn_norm", ph), ph, 5.0 * q.Tr * q.h, 2.0 * q.Tr * q.h * q.eb, false);
+  compute(name(u, "attn_norm", ph), ph, KernelKind::Norm, 5.0 * q.Tr * q.h, 2.0 * q.Tr * q.h * q.eb, q.Tr * q.h);
   column_forward(u, "qkv", "qkv_allgather", ph, (q.h + 2.0 * q.dkv) / q.t, blocks());
   if (m_.position == PositionKind::Rotary)
-    compute(name(u, "rope", ph), ph, 3.0 * q.T * (q.h + q.dkv) / q.t,
-            2.0 * q.T * (q.h + q.dkv) / q.t * q.eb, false);
+    compute(name(u, "rope", ph), ph, KernelKind::Rotary, 3.0 * q.T * (q.h + q.dkv) / q.t,
+            2.0 * q.T * (q.h + q.dkv) / q.t * q.eb, q.T * (q.h + q.dkv) / q.t);
   if (q.c > 1)
     block(collective(cp_stream_, name(u, "kv_allgather", ph), ph, CollectiveKind::AllGather,
                      2.0 * q.T * q.c * q.dkv / q.t * q.eb, slots_.cp, after_compute()));
   attention_core_forward(u, ph);
   row_forward(u, "attn_proj", "attn_proj_reduce", ph, q.h / q.t);
-  compute(name(u, "attn_residual", ph), ph, 3.0 * q.Tr * q.h, 3.0 * q.Tr * q.h * q.eb + mask, false);
-  compute(name(u, "mlp_norm", ph), ph, 5.0 * q.Tr * q.h, 2.0 * q.Tr * q.h * q.eb, false);
+  residual(name(u, "attn_residual", ph), ph, 3.0);
+  compute(name(u, "mlp_norm", ph), ph, KernelKind::Norm, 5.0 * q.Tr * q.h, 2.0 * q.Tr * q.h * q.eb, q.Tr * q.h);
   if (moe) {
     const double routed = q.Tr * q.k;
     gemm(name(u, "router", ph), ph, q.Tr, q.E, q.h);
-    compute(name(u, "moe_permute", ph), ph, 0.0, 2.0 * routed * q.h * q.eb, false);
+    compute(name(u, "moe_permute", ph), ph, KernelKind::MoeRouting, 0.0, 2.0 * routed * q.h * q.eb, routed * q.h);
     if (slots_.ep >= 0)
       block(collective(ep_stream_, name(u, "moe_dispatch", ph), ph, CollectiveKind::AllToAll,
                        routed * q.h * q.eb, slots_.ep, after_compute()));
     gemm(name(u, "expert_fc1", ph), ph, routed, q.mlp_in * q.fe, q.h);
-    compute(name(u, "expert_act", ph), ph, 8.0 * routed * q.fe,
-            (q.mlp_in + 1) * routed * q.fe * q.eb, false);
+    activation(name(u, "expert_act", ph), ph, 8.0, routed * q.fe, q.mlp_in + 1);
     gemm(name(u, "expert_fc2", ph), ph, routed, q.h, q.fe);
     if (slots_.ep >= 0)
       block(collective(ep_stream_, name(u, "moe_combine", ph), ph, CollectiveKind::AllToAll,
                        routed * q.h * q.eb, slots_.ep, after_compute()));
-    compute(name(u, "moe_unpermute", ph), ph, routed * q.h, 2.0 * routed * q.h * q.eb, false);
+    compute(name(u, "moe_unpermute", ph), ph, KernelKind::MoeRouting, routed * q.h, 2.0 * routed * q.h * q.eb, routed * q.h);
   } else {
     column_forward(u, "mlp_fc1", "mlp_fc1_allgather", ph, q.mlp_in * q.f / q.t, blocks());
-    compute(name(u, "mlp_act", ph), ph, 8.0 * q.T * q.f / q.t, (q.mlp_in + 1) * q.T * q.f / q.t * q.eb,
-            false);
+    activation(name(u, "mlp_act", ph), ph, 8.0, q.T * q.f / q.t, q.mlp_in + 1);
     row_forward(u, "mlp_fc2", "mlp_fc2_reduce", ph, q.f / q.t);
   }
-  compute(name(u, "mlp_residual", ph), ph, 3.0 * q.Tr * q.h, 3.0 * q.Tr * q.h * q.eb + mask, false);
+  residual(name(u, "mlp_residual", ph), ph, 3.0);
 }
 
 void StageBuilder::layer_backward(const Unit& unit) {
@@ -446,34 +486,32 @@ void StageBuilder::layer_backward(const Unit& unit) {
   const ComputePhase bi = ComputePhase::BackwardInput, bw = ComputePhase::BackwardWeight;
   const double mask = q.dropout ? q.Tr * q.h : 0.0;
   if (r_.s.recompute == Recompute::Full) layer_forward(unit, ComputePhase::Recompute);
-  compute(name(u, "mlp_residual", bi), bi, 2.0 * q.Tr * q.h, 3.0 * q.Tr * q.h * q.eb + mask, false);
+  residual(name(u, "mlp_residual", bi), bi, 2.0);
   if (m_.is_moe()) {
     const double routed = q.Tr * q.k;
-    compute(name(u, "moe_unpermute", bi), bi, routed * q.h, 2.0 * routed * q.h * q.eb, false);
+    compute(name(u, "moe_unpermute", bi), bi, KernelKind::MoeRouting, routed * q.h, 2.0 * routed * q.h * q.eb, routed * q.h);
     if (slots_.ep >= 0)
       block(collective(ep_stream_, name(u, "moe_combine", bi), bi, CollectiveKind::AllToAll,
                        routed * q.h * q.eb, slots_.ep, after_compute()));
     gemm(name(u, "expert_fc2", bi), bi, routed, q.fe, q.h);
     gemm(name(u, "expert_fc2", bw), bw, q.fe, q.h, routed);
-    compute(name(u, "expert_act", bi), bi, 16.0 * routed * q.fe,
-            (q.mlp_in + 2) * routed * q.fe * q.eb, false);
+    activation(name(u, "expert_act", bi), bi, 16.0, routed * q.fe, q.mlp_in + 2);
     gemm(name(u, "expert_fc1", bi), bi, routed, q.h, q.mlp_in * q.fe);
     gemm(name(u, "expert_fc1", bw), bw, q.mlp_in * q.fe, q.h, routed);
     if (slots_.ep >= 0)
       block(collective(ep_stream_, name(u, "moe_dispatch", bi), bi, CollectiveKind::AllToAll,
                        routed * q.h * q.eb, slots_.ep, after_compute()));
-    compute(name(u, "moe_permute", bi), bi, 0.0, 2.0 * routed * q.h * q.eb, false);
+    compute(name(u, "moe_permute", bi), bi, KernelKind::MoeRouting, 0.0, 2.0 * routed * q.h * q.eb, routed * q.h);
     gemm(name(u, "router", bi), bi, q.Tr, q.h, q.E);
     gemm(name(u, "router", bw), bw, q.E, q.h, q.Tr);
   } else {
     row_backward(u, "mlp_fc2", "mlp_fc2_grad_allgather", q.f / q.t);
-    compute(name(u, "mlp_act", bi), bi, 16.0 * q.T * q.f / q.t,
-            (q.mlp_in + 2) * q.T * q.f / q.t * q.eb, false);
+    activation(name(u, "mlp_act", bi), bi, 16.0, q.T * q.f / q.t, q.mlp_in + 2);
     column_backward(u, "mlp_fc1", "mlp_fc1_allgather", "mlp_fc1_grad_reduce",
                     q.mlp_in * q.f / q.t, blocks());
   }
-  compute(name(u, "mlp_norm", bi), bi, 8.0 * q.Tr * q.h, 3.0 * q.Tr * q.h * q.eb, false);
-  compute(name(u, "attn_residual", bi), bi, 2.0 * q.Tr * q.h, 3.0 * q.Tr * q.h * q.eb + mask, false);
+  compute(name(u, "mlp_norm", bi), bi, KernelKind::Norm, 8.0 * q.Tr * q.h, 3.0 * q.Tr * q.h * q.eb, q.Tr * q.h);
+  residual(name(u, "attn_residual", bi), bi, 2.0);
   row_backward(u, "attn_proj", "attn_proj_grad_allgather", q.h / q.t);
   // Selective recompute re-runs the attention core's forward (the s^2 part) before its backward.
   if (r_.s.recompute == Recompute::Selective && !r_.s.flash_attention)
@@ -485,25 +523,29 @@ void StageBuilder::layer_backward(const Unit& unit) {
   const double A = q.b * (q.a / q.t) * q.sl * q.s;
   const double kv = q.T * q.c * q.dkv / q.t;
   if (r_.s.flash_attention) {
-    compute(name(u, "attention", bi), bi, 8.0 * q.b * q.sl * q.s * q.h / q.t,
-            q.eb * (4.0 * q.T * q.h / q.t + 4.0 * kv), true);
+    compute(name(u, "attention", bi), bi, KernelKind::FlashAttention,
+            8.0 * q.b * q.sl * q.s * q.h / q.t, q.eb * (4.0 * q.T * q.h / q.t + 4.0 * kv));
   } else {
-    compute(name(u, "attn_values", bi), bi, 4.0 * q.b * q.sl * q.s * q.h / q.t,
-            q.eb * (2.0 * A + 2.0 * kv + 2.0 * q.T * q.h / q.t), true);
-    if (q.dropout) compute(name(u, "attn_dropout", bi), bi, 2.0 * A, 2.0 * A * q.eb + A, false);
-    compute(name(u, "softmax", bi), bi, 4.0 * A, 3.0 * A * q.eb, false);
-    compute(name(u, "attn_scores", bi), bi, 4.0 * q.b * q.sl * q.s * q.h / q.t,
-            q.eb * (A + 2.0 * kv + 2.0 * q.T * q.h / q.t), true);
+    // The gradients of the probabilities (dO V^T) and of V (P^T dO), then of the scores'
+    // operands: dQ = dS K and dK = dS^T Q.
+    attention_gemm(name(u, "attn_values", bi), bi, q.sl, q.s, q.d);
+    attention_gemm(name(u, "attn_values", ComputePhase::BackwardWeight), bi, q.s, q.d, q.sl);
+    if (q.dropout)
+      compute(name(u, "attn_dropout", bi), bi, KernelKind::Dropout, 2.0 * A, 2.0 * A * q.eb + A, A);
+    fusible(name(u, "softmax", bi), bi, KernelKind::Softmax, framework_.fused_softmax, 4.0 * A, A,
+            3.0 * A * q.eb, 3, 7.0 * A * q.eb);
+    attention_gemm(name(u, "attn_scores", bi), bi, q.sl, q.d, q.s);
+    attention_gemm(name(u, "attn_scores", ComputePhase::BackwardWeight), bi, q.s, q.d, q.sl);
   }
   if (q.c > 1)
     block(collective(cp_stream_, name(u, "kv_grad_reducescatter", bi), bi,
                      CollectiveKind::ReduceScatter, kv_bytes, slots_.cp, after_compute()));
   if (m_.position == PositionKind::Rotary)
-    compute(name(u, "rope", bi), bi, 3.0 * q.T * (q.h + q.dkv) / q.t,
-            2.0 * q.T * (q.h + q.dkv) / q.t * q.eb, false);
+    compute(name(u, "rope", bi), bi, KernelKind::Rotary, 3.0 * q.T * (q.h + q.dkv) / q.t,
+            2.0 * q.T * (q.h + q.dkv) / q.t * q.eb, q.T * (q.h + q.dkv) / q.t);
   column_backward(u, "qkv", "qkv_allgather", "qkv_grad_reduce", (q.h + 2.0 * q.dkv) / q.t,
                   blocks());
-  compute(name(u, "attn_norm", bi), bi, 8.0 * q.Tr * q.h, 3.0 * q.Tr * q.h * q.eb, false);
+  compute(name(u, "attn_norm", bi), bi, KernelKind::Norm, 8.0 * q.Tr * q.h, 3.0 * q.Tr * q.h * q.eb, q.Tr * q.h);
 }
 
 // The vocabulary-parallel part (docs/workloads.md): with embedding.tp = e < tp = t, each TP
@@ -515,11 +557,11 @@ void StageBuilder::embedding_forward(const Unit& unit) {
   const uint32_t u = unit.name_unit;
   // Vocabulary-parallel lookup: each rank fills the rows of its vocabulary shard for its group's
   // tokens, then the partial embeddings are summed into the blocks' layout.
-  compute(name(u, "lookup", f), f, q.Te * q.h, 3.0 * q.Te * q.h * q.eb, false);
+  compute(name(u, "lookup", f), f, KernelKind::Embedding, q.Te * q.h, 3.0 * q.Te * q.h * q.eb, q.Te * q.h);
   const OpId summed = to_blocks(u, "embedding_reduce", f, vocab());
   if (summed != kNoOp) block(summed);
   if (q.dropout)
-    compute(name(u, "dropout", f), f, 2.0 * q.Tr * q.h, 2.0 * q.Tr * q.h * q.eb + q.Tr * q.h, false);
+    compute(name(u, "dropout", f), f, KernelKind::Dropout, 2.0 * q.Tr * q.h, 2.0 * q.Tr * q.h * q.eb + q.Tr * q.h, q.Tr * q.h);
 }
 
 void StageBuilder::embedding_backward(const Unit& unit) {
@@ -527,13 +569,13 @@ void StageBuilder::embedding_backward(const Unit& unit) {
   const ComputePhase bi = ComputePhase::BackwardInput, bw = ComputePhase::BackwardWeight;
   const uint32_t u = unit.name_unit;
   if (q.dropout)
-    compute(name(u, "dropout", bi), bi, 2.0 * q.Tr * q.h, 2.0 * q.Tr * q.h * q.eb + q.Tr * q.h, false);
+    compute(name(u, "dropout", bi), bi, KernelKind::Dropout, 2.0 * q.Tr * q.h, 2.0 * q.Tr * q.h * q.eb + q.Tr * q.h, q.Tr * q.h);
   // With SP the output gradient is sequence-sharded: the group gathers its token slice.
   if (q.sp && q.te > 1)
     block(collective(tp_stream_, name(u, "embedding_grad_allgather", bi), bi,
                      CollectiveKind::AllGather, tp_bytes(vocab()), slots_.embedding_tp,
                      after_compute()));
-  compute(name(u, "lookup", bw), bw, q.Te * q.h, 3.0 * q.Te * q.h * q.eb, false);
+  compute(name(u, "lookup", bw), bw, KernelKind::Embedding, q.Te * q.h, 3.0 * q.Te * q.h * q.eb, q.Te * q.h);
 }
 
 void StageBuilder::output_forward(const Unit& unit) {
@@ -541,12 +583,12 @@ void StageBuilder::output_forward(const Unit& unit) {
   const ComputePhase f = ComputePhase::Forward;
   const uint32_t u = unit.name_unit;
   const double local_vocab = q.V / q.te;
-  compute(name(u, "final_norm", f), f, 5.0 * q.Tr * q.h, 2.0 * q.Tr * q.h * q.eb, false);
+  compute(name(u, "final_norm", f), f, KernelKind::Norm, 5.0 * q.Tr * q.h, 2.0 * q.Tr * q.h * q.eb, q.Tr * q.h);
   column_forward(u, "logits", "logits_allgather", f, local_vocab, vocab());
   // Vocabulary-parallel cross-entropy: max, target logit and sum of exponentials are
   // all-reduced across the group (three fp32 values per token).
-  compute(name(u, "cross_entropy", f), f, 5.0 * q.Te * local_vocab,
-          q.Te * local_vocab * (q.eb + 4.0), false);
+  compute(name(u, "cross_entropy", f), f, KernelKind::CrossEntropy, 5.0 * q.Te * local_vocab,
+          q.Te * local_vocab * (q.eb + 4.0), q.Te * local_vocab);
   if (q.te > 1)
     block(collective(tp_stream_, name(u, "loss_allreduce", f), f, CollectiveKind::AllReduce,
                      12.0 * q.Te, slots_.embedding_tp, after_compute()));
@@ -557,10 +599,10 @@ void StageBuilder::output_backward(const Unit& unit) {
   const ComputePhase bi = ComputePhase::BackwardInput;
   const uint32_t u = unit.name_unit;
   const double local_vocab = q.V / q.te;
-  compute(name(u, "cross_entropy", bi), bi, 2.0 * q.Te * local_vocab,
-          q.Te * local_vocab * (q.eb + 4.0), false);
+  compute(name(u, "cross_entropy", bi), bi, KernelKind::CrossEntropy, 2.0 * q.Te * local_vocab,
+          q.Te * local_vocab * (q.eb + 4.0), q.Te * local_vocab);
   column_backward(u, "logits", "logits_allgather", "logits_grad_reduce", local_vocab, vocab());
-  compute(name(u, "final_norm", bi), bi, 8.0 * q.Tr * q.h, 3.0 * q.Tr * q.h * q.eb, false);
+  compute(name(u, "final_norm", bi), bi, KernelKind::Norm, 8.0 * q.Tr * q.h, 3.0 * q.Tr * q.h * q.eb, q.Tr * q.h);
 }
 
 // Generic layers: sizes per sample, so each is scaled by the micro-batch.
@@ -571,8 +613,9 @@ void StageBuilder::generic_forward(const Unit& unit, ComputePhase ph) {
   if (l.kind == GenericLayer::Kind::Gemm) {
     gemm(name(u, "gemm", ph), ph, b * l.m, l.n, l.k);
   } else {
-    compute(name(u, l.kind == GenericLayer::Kind::Custom ? "op" : "elementwise", ph), ph,
-            b * l.forward_flops, b * l.bytes, l.kind == GenericLayer::Kind::Custom);
+    const bool custom = l.kind == GenericLayer::Kind::Custom;
+    compute(name(u, custom ? "op" : "elementwise", ph), ph,
+            custom ? KernelKind::Gemm : KernelKind::Elementwise, b * l.forward_flops, b * l.bytes);
   }
 }
 
@@ -587,9 +630,23 @@ void StageBuilder::generic_backward(const Unit& unit) {
     gemm(name(u, "gemm", bw), bw, l.k, l.n, b * l.m);
   } else {
     const double flops = l.backward_flops >= 0 ? l.backward_flops : 2.0 * l.forward_flops;
-    compute(name(u, l.kind == GenericLayer::Kind::Custom ? "op" : "elementwise", bi), bi,
-            b * flops, 2.0 * b * l.bytes, l.kind == GenericLayer::Kind::Custom);
+    const bool custom = l.kind == GenericLayer::Kind::Custom;
+    compute(name(u, custom ? "op" : "elementwise", bi), bi,
+            custom ? KernelKind::Gemm : KernelKind::Elementwise, b * flops, 2.0 * b * l.bytes);
   }
+}
+
+// What the framework does with the reduced gradients before the optimizer step: with fp16 and
+// dynamic loss scaling, unscale them and check for inf/NaN (read and write every local
+// gradient); with clipping, their norm (read every local gradient once).
+void StageBuilder::framework_step(double local_params) {
+  const double gb = dtype_bytes(r_.s.grad_dtype);
+  if (framework_.loss_scaling && r_.s.dtype == DType::FP16)
+    compute(job_.intern("optimizer.unscale_and_check"), ComputePhase::Optimizer,
+            KernelKind::Framework, local_params, 2.0 * gb * local_params, local_params);
+  if (framework_.gradient_clipping)
+    compute(job_.intern("optimizer.grad_norm"), ComputePhase::Optimizer, KernelKind::Framework,
+            2.0 * local_params, gb * local_params, local_params);
 }
 
 void StageBuilder::zero3_gather(const Unit& unit, ComputePhase ph) {
@@ -805,8 +862,9 @@ void StageBuilder::build(int stage, std::vector<Chunk>& chunks) {
     for (const Unit& u : c.units)
       local += u.dense / (s.zero >= 1 ? dp_size_ : 1) + u.expert / (s.zero >= 1 ? edp_size_ : 1);
   pending_.insert(pending_.end(), reductions.begin(), reductions.end());
-  const OpId step_op = compute(job_.intern("optimizer.adam"), ComputePhase::Optimizer, 12.0 * local,
-                               32.0 * local, false);
+  framework_step(local);
+  const OpId step_op = compute(job_.intern("optimizer.adam"), ComputePhase::Optimizer,
+                               KernelKind::Optimizer, 12.0 * local, 32.0 * local, local);
   prog_.ops[step_op].dtype = DType::FP32;
   if (s.zero >= 1 && s.zero <= 2 && !early_gather)
     for (size_t c = 0; c < chunks.size(); ++c)
@@ -821,7 +879,8 @@ double layer_activation_bytes(const ModelSpec& model, const ResolvedStrategy& st
   return activation_bytes_of_layer(model, strategy, moe, strategy.s.recompute);
 }
 
-CompiledJob compile(const ModelSpec& m, const Strategy& strategy, int gpus) {
+CompiledJob compile(const ModelSpec& m, const Strategy& strategy, int gpus,
+                    const Framework& framework) {
   CompiledJob out;
   out.strategy = resolve(m, strategy, gpus);
   const ResolvedStrategy& r = out.strategy;
@@ -990,7 +1049,7 @@ CompiledJob compile(const ModelSpec& m, const Strategy& strategy, int gpus) {
     CommunicatorSlots stage_slots = slots;
     if (stage != 0 && stage != s.pp - 1)
       stage_slots.embedding = stage_slots.embedding_tp = stage_slots.embedding_replica = -1;
-    StageBuilder builder(job, *programs[stage], m, r, stage_slots, unit_names);
+    StageBuilder builder(job, *programs[stage], m, r, framework, stage_slots, unit_names);
     builder.set_group_sizes(dp_size, edp_size);
     builder.build(stage, stage_chunks[stage]);
   }

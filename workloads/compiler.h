@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "workloads/framework.h"
 #include "workloads/model.h"
 #include "workloads/program.h"
 #include "workloads/strategy.h"
@@ -56,8 +57,10 @@ struct CompiledJob {
   std::vector<int64_t> peak_in_flight;   // per pipeline stage: (micro-batch, chunk) units held
 };
 
-// Compiles. gpus = 0: dp * tp * pp * cp. Throws InputError on an impossible strategy.
-CompiledJob compile(const ModelSpec& model, const Strategy& strategy, int gpus = 0);
+// Compiles. gpus = 0: dp * tp * pp * cp. The framework decides which kernels are fused and
+// what per-iteration work it adds. Throws InputError on an impossible strategy.
+CompiledJob compile(const ModelSpec& model, const Strategy& strategy, int gpus = 0,
+                    const Framework& framework = Framework{});
 
 // Throws OutOfMemoryError "out of memory on rank R: needs X GiB, has Y GiB" for the first rank
 // whose peak exceeds hbm_bytes.

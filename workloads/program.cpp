@@ -55,6 +55,28 @@ const char* to_string(DType dtype) {
   return "?";
 }
 
+namespace {
+constexpr const char* kKernelKindNames[kKernelKinds] = {
+    "gemm",     "attention_gemm", "flash_attention", "norm",          "softmax",     "dropout",
+    "activation", "bias",         "residual",        "rotary",        "embedding",   "cross_entropy",
+    "moe_routing", "optimizer",   "framework",       "elementwise"};
+}  // namespace
+
+const char* to_string(KernelKind kind) {
+  const int i = static_cast<int>(kind);
+  return i < kKernelKinds ? kKernelKindNames[i] : "?";
+}
+
+bool parse_kernel_kind(const std::string& name, KernelKind& out) {
+  for (int i = 0; i < kKernelKinds; ++i) {
+    if (name == kKernelKindNames[i]) {
+      out = static_cast<KernelKind>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
 uint32_t dtype_bytes(DType dtype) {
   switch (dtype) {
     case DType::FP32:

@@ -40,6 +40,30 @@ enum class CollectiveKind : uint8_t {
 
 enum class DType : uint8_t { FP32, TF32, FP16, BF16, FP8 };
 
+// What a compute kernel does, as the compute model (calibration/) and the report's breakdown
+// see it. GEMMs are timed from their shape; attention from its batched GEMMs or flash
+// attention's measured rate; the memory-bound kinds from their bytes; framework kinds are the
+// per-iteration costs a training framework adds (gradient norm, loss scaling).
+enum class KernelKind : uint8_t {
+  Gemm,            // a dense GEMM (Op::gemm holds m, n, k)
+  AttentionGemm,   // a batched GEMM of the attention core (scores or values; Op::gemm.batch)
+  FlashAttention,  // a fused attention kernel
+  Norm,            // LayerNorm or RMSNorm
+  Softmax,         // the attention softmax (fused scale and mask where the framework fuses it)
+  Dropout,
+  Activation,      // GeLU or SwiGLU (with the bias where fused)
+  Bias,            // a bias add on its own (unfused frameworks)
+  Residual,        // the residual add (with bias and dropout where fused)
+  Rotary,
+  Embedding,       // the embedding lookup and its gradient
+  CrossEntropy,
+  MoeRouting,      // token permutation and unpermutation
+  Optimizer,       // the optimizer step (Adam)
+  Framework,       // gradient-norm, clipping, loss-scale checks and other per-iteration work
+  Elementwise      // anything else that only moves memory
+};
+constexpr int kKernelKinds = 16;
+
 const char* to_string(OpKind kind);
 const char* to_string(ComputePhase phase);
 const char* to_string(CollectiveKind kind);
@@ -49,12 +73,15 @@ uint32_t dtype_bytes(DType dtype);
 // Parses "fp16", "bf16", ...; returns false on an unknown name.
 bool parse_dtype(const std::string& name, DType& out);
 bool parse_collective_kind(const std::string& name, CollectiveKind& out);
+const char* to_string(KernelKind kind);  // "gemm", "attention_gemm", ..., "elementwise"
+bool parse_kernel_kind(const std::string& name, KernelKind& out);
 
 // Optional GEMM shape of a compute op (m x k times k x n).
 struct GemmShape {
   int64_t m = 0;
   int64_t n = 0;
   int64_t k = 0;
+  int64_t batch = 1;  // batched GEMMs (the attention core): independent m x n x k products
   bool valid() const { return m > 0 && n > 0 && k > 0; }
 };
 
@@ -72,6 +99,9 @@ struct Op {
   double flops = 0.0;            // floating-point operations of the kernel
   double bytes = 0.0;            // bytes the kernel moves to/from HBM (MemCopy: bytes copied)
   GemmShape gemm;                // set for GEMM kernels
+  KernelKind kernel = KernelKind::Elementwise;  // what the kernel does (compute model, report)
+  uint16_t kernels = 1;          // kernels the op launches (an unfused op launches several)
+  int64_t elements = 0;          // memory-bound kernels: elements of the main input tensor
 
   // Collective, Send and Recv
   CollectiveKind collective = CollectiveKind::AllReduce;

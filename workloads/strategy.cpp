@@ -1,5 +1,7 @@
 #include "workloads/strategy.h"
 
+#include "workloads/framework.h"
+
 #include <functional>
 #include <numeric>
 #include <sstream>
@@ -229,8 +231,9 @@ void apply_settings(Strategy& s, const std::vector<StrategySetting>& settings) {
 }
 }  // namespace
 
-Strategy default_strategy(const ModelSpec& model) {
+Strategy default_strategy(const ModelSpec& model, const Framework* framework) {
   Strategy s;
+  if (framework != nullptr) apply_framework_defaults(s, *framework);
   apply_settings(s, model.strategy);
   return s;
 }

@@ -15,6 +15,8 @@
 
 namespace tessera::workloads {
 
+struct Framework;
+
 enum class Schedule : uint8_t { GPipe, OneFOneB, Interleaved };
 enum class Recompute : uint8_t { None, Selective, Full };
 // Parallel dimensions, for the rank order. EP splits the data-parallel dimension (as in
@@ -67,7 +69,8 @@ void set_strategy_option(Strategy& strategy, const std::string& key, const std::
 // The options set_strategy_option accepts, with help texts (for the command line's --help).
 const std::vector<OptionInfo>& strategy_options();
 // The defaults plus the model file's strategy section.
-Strategy default_strategy(const ModelSpec& model);
+// The framework's defaults (workloads/framework.h), when given, come before the model file's.
+Strategy default_strategy(const ModelSpec& model, const Framework* framework = nullptr);
 // Applies a strategy YAML file (same keys; nested maps for the tree, lists for stage-layers).
 void apply_strategy_file(Strategy& strategy, const std::string& path);
 

@@ -12,6 +12,7 @@
 
 #include "workloads/compiler.h"
 #include "workloads/errors.h"
+#include "workloads/framework.h"
 #include "workloads/model.h"
 #include "workloads/program.h"
 #include "workloads/schedule.h"

@@ -23,7 +23,9 @@ YamlMap::YamlMap(const YAML::Node& node, std::string file, std::string what)
     throw InputError(workloads::where(file_, node_) + ": " + what_ + " must be a mapping");
 }
 
-bool YamlMap::has(const std::string& key) const { return get_const(key).has_value(); }
+bool YamlMap::has(const std::string& key) const {
+  return get_const(canonical_key(key)).has_value();
+}
 
 std::optional<YAML::Node> YamlMap::get_const(const std::string& key) const {
   for (auto it = node_.begin(); it != node_.end(); ++it)
@@ -34,14 +36,15 @@ std::optional<YAML::Node> YamlMap::get_const(const std::string& key) const {
   return std::nullopt;
 }
 
+// Keys are asked for in either spelling ('-' or '_'), as they may be written.
 std::optional<YAML::Node> YamlMap::get(const std::string& key) {
-  read_.insert(key);
-  return get_const(key);
+  read_.insert(canonical_key(key));
+  return get_const(canonical_key(key));
 }
 
 std::string YamlMap::where(const std::string& key) const {
   for (auto it = node_.begin(); it != node_.end(); ++it)
-    if (canonical_key(it->first.as<std::string>()) == key)
+    if (canonical_key(it->first.as<std::string>()) == canonical_key(key))
       return workloads::where(file_, it->first);
   return workloads::where(file_, node_);
 }

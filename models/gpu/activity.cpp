@@ -1,6 +1,31 @@
 #include "models/gpu/activity.h"
 
+#include "workloads/program.h"
+
 namespace tessera::models {
+
+const char* to_string(ComputeCause cause) {
+  switch (cause) {
+    case ComputeCause::Gemm: return "gemm";
+    case ComputeCause::Attention: return "attention";
+    case ComputeCause::MemoryBound: return "memory_bound";
+    case ComputeCause::Framework: return "framework";
+  }
+  return "?";
+}
+
+ComputeCause cause_of_kernel(uint8_t kernel_kind) {
+  using workloads::KernelKind;
+  switch (static_cast<KernelKind>(kernel_kind)) {
+    case KernelKind::Gemm: return ComputeCause::Gemm;
+    case KernelKind::AttentionGemm:
+    case KernelKind::FlashAttention:
+    case KernelKind::Softmax: return ComputeCause::Attention;
+    case KernelKind::Optimizer:
+    case KernelKind::Framework: return ComputeCause::Framework;
+    default: return ComputeCause::MemoryBound;
+  }
+}
 
 void GpuActivity::change(int compute, int communication) {
   const sc_core::sc_time now = sc_core::sc_time_stamp();

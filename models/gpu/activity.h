@@ -2,12 +2,23 @@
 // flight and no kernel runs) and idle (neither). Updated on every state change, never sampled.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
 #include <systemc>
 
 namespace tessera::models {
+
+// What compute time went to, for the report's breakdown (docs/architecture.md): GEMMs, the
+// attention core (its batched GEMMs, softmax, flash attention), memory-bound kernels (norms,
+// activations, dropout, residual adds, embedding, loss) and framework overhead (optimizer,
+// gradient norm and loss-scale kernels, and the host's launch time where it bounds a kernel).
+enum class ComputeCause : uint8_t { Gemm, Attention, MemoryBound, Framework };
+constexpr int kComputeCauses = 4;
+const char* to_string(ComputeCause cause);
+// The cause of a workloads::KernelKind (given as its number).
+ComputeCause cause_of_kernel(uint8_t kernel_kind);
 
 struct OpSpan {
   uint32_t op = 0;
@@ -21,6 +32,15 @@ class GpuActivity {
   void compute_end() { change(-1, 0); }
   void communication_begin() { change(0, 1); }
   void communication_end() { change(0, -1); }
+
+  // A kernel of `kernel_kind` (workloads::KernelKind) ran `device_s`, and waited `host_s` for
+  // the host to launch it.
+  void kernel_finished(uint8_t kernel_kind, double device_s, double host_s) {
+    by_cause_[static_cast<int>(cause_of_kernel(kernel_kind))] += device_s;
+    by_cause_[static_cast<int>(ComputeCause::Framework)] += host_s;
+  }
+  // Seconds of compute per cause (indexed by ComputeCause).
+  const std::array<double, kComputeCauses>& compute_by_cause() const { return by_cause_; }
 
   // Closes the books at `end` (the iteration's end), counting trailing idle time.
   void close(sc_core::sc_time end);
@@ -45,6 +65,7 @@ class GpuActivity {
   int communicating_ = 0;
   sc_core::sc_time last_;
   sc_core::sc_time compute_, exposed_, overlapped_, idle_;
+  std::array<double, kComputeCauses> by_cause_{};
   bool record_spans_ = false;
   std::vector<OpSpan> spans_;
 };

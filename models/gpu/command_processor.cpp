@@ -58,6 +58,10 @@ void CommandProcessor::issue(uint32_t index) {
     e.gemm_m = op.gemm.m;
     e.gemm_n = op.gemm.n;
     e.gemm_k = op.gemm.k;
+    e.gemm_batch = op.gemm.batch;
+    e.kind = static_cast<uint8_t>(op.kernel);
+    e.kernels = op.kernels;
+    e.elements = op.elements;
     e.memory_copy = op.kind == OpKind::MemCopy;
     if (e.memory_copy) socket = &to_copy;
   } else {

@@ -17,6 +17,10 @@ ComputeEngine::ComputeEngine(sc_core::sc_module_name name, const GpuSpec& spec,
 
 sc_time ComputeEngine::kernel_time(const protocol::ComputeEvent& k) const {
   double seconds;
+  if (timer_ != nullptr && !copy_engine_ && !k.memory_copy) {
+    seconds = timer_->kernel_time(k).total();
+    return sc_time::from_value(static_cast<sc_dt::uint64>(std::ceil(seconds * 1e12)));
+  }
   if (copy_engine_ || k.memory_copy) {
     seconds = hbm_.transfer_seconds(2.0 * k.bytes);  // read and write
   } else {
@@ -42,7 +46,13 @@ void ComputeEngine::start_next() {
   running_ = queue_.pop();
   started_ = progress_at_ = sc_core::sc_time_stamp();
   if (!copy_engine_) activity_.compute_begin();
-  const sc_time full = kernel_time(protocol::compute_event(*running_));
+  const protocol::ComputeEvent& kernel = protocol::compute_event(*running_);
+  const sc_time full = kernel_time(kernel);
+  host_share_ = 0;
+  if (timer_ != nullptr && !copy_engine_ && !kernel.memory_copy) {
+    const KernelTime t = timer_->kernel_time(kernel);
+    host_share_ = t.total() > 0 ? t.host_s / t.total() : 0;
+  }
   if (share_ >= 1.0) {
     remaining_ = full.to_seconds();
     done_.notify(full);
@@ -69,7 +79,12 @@ void ComputeEngine::set_sm_share(double share) {
 void ComputeEngine::kernel_done() {
   tlm::tlm_generic_payload* gp = running_;
   running_ = nullptr;
-  if (!copy_engine_) activity_.compute_end();
+  if (!copy_engine_) {
+    activity_.compute_end();
+    const double elapsed = (sc_core::sc_time_stamp() - started_).to_seconds();
+    activity_.kernel_finished(protocol::compute_event(*gp).kind, elapsed * (1 - host_share_),
+                              elapsed * host_share_);
+  }
   activity_.span(protocol::compute_event(*gp).op, started_, sc_core::sc_time_stamp());
   start_next();
   tlm::tlm_phase phase = tlm::BEGIN_RESP;

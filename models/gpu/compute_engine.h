@@ -1,12 +1,14 @@
-// The GPU's compute engine: runs kernels one at a time in arrival order. A kernel's time is the
-// roofline  max(flops / (peak * efficiency), bytes / (HBM bandwidth * efficiency))  plus the
-// kernel overhead. A copy engine is the same module in memory-copy mode (bytes read and written).
+// The GPU's compute engine: runs kernels one at a time in arrival order. A kernel's time comes
+// from the KernelTimer the GPU was given (the calibrated compute model of calibration/), else
+// from the roofline  max(flops / (peak * efficiency), bytes / (HBM bandwidth * efficiency))  plus
+// the kernel overhead. A copy engine is the same module in memory-copy mode (bytes read and written).
 #pragma once
 
 #include <systemc>
 
 #include "models/gpu/activity.h"
 #include "models/gpu/gpu_spec.h"
+#include "models/gpu/kernel_timer.h"
 #include "models/link/ring_queue.h"
 #include "models/memory/hbm.h"
 #include "tlm/extensions.h"
@@ -27,6 +29,8 @@ class ComputeEngine : public sc_core::sc_module {
   // The share of the GPU's SMs kernels may use (collective kernels hold the rest). A running
   // kernel's remaining work is re-timed at the new rate; the copy engine uses no SMs.
   void set_sm_share(double share);
+  // The compute model to time kernels with (null: the roofline). Not owned.
+  void set_kernel_timer(const KernelTimer* timer) { timer_ = timer; }
   double sm_share() const { return share_; }
 
  private:
@@ -42,6 +46,8 @@ class ComputeEngine : public sc_core::sc_module {
   RingQueue<tlm::tlm_generic_payload*> queue_;
   tlm::tlm_generic_payload* running_ = nullptr;
   sc_core::sc_time started_;
+  const KernelTimer* timer_ = nullptr;
+  double host_share_ = 0;          // of the running op's time, the part the host adds
   double share_ = 1.0;
   double remaining_ = 0;           // seconds of work left at full speed (running kernel)
   sc_core::sc_time progress_at_;   // when remaining_ was last brought up to date

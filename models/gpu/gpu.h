@@ -49,6 +49,8 @@ class Gpu : public sc_core::sc_module,
   const CommandProcessor& command_processor() const { return *command_processor_; }
   const CollectiveEngine& collectives() const { return *collectives_; }
   const ComputeEngine& compute_engine() const { return *compute_; }
+  // The compute model that times this GPU's kernels (null: the roofline). Not owned.
+  void set_kernel_timer(const KernelTimer* timer) { compute_->set_kernel_timer(timer); }
   GpuActivity& activity() { return activity_; }
   const GpuActivity& activity() const { return activity_; }
 

@@ -1,0 +1,38 @@
+// The training framework that runs the model: which kernels it fuses, the per-iteration work it
+// adds, how fast its host launches kernels. A measurement is of a model *and* the software that
+// ran it; `--framework NAME|FILE` names that software (workloads/frameworks/*.yaml), so the
+// compiler emits the kernels that software launches (docs/compute-model.md).
+#pragma once
+
+#include <string>
+#include <vector>
+
+
+namespace tessera::workloads {
+
+struct Strategy;
+
+struct Framework {
+  std::string name = "megatron-core";
+  std::string file;
+  // Fusions (Megatron-LM's fused kernels; each false launches the unfused PyTorch kernels).
+  bool fused_bias_activation = true;   // bias + GeLU/SwiGLU in one kernel (bias_gelu_impl)
+  bool fused_bias_dropout_add = true;  // bias + dropout + residual add in one kernel
+  bool fused_softmax = true;           // scale + mask + softmax in one kernel
+  // Per-iteration work.
+  bool gradient_clipping = true;       // the gradient norm: every gradient read once
+  bool loss_scaling = true;            // fp16: gradients checked for inf/NaN and unscaled
+  double host_launch_us = 10.0;        // host time per kernel launch
+  // Strategy defaults of this software (a flag or a strategy file still wins).
+  bool overlap_grad_reduce = true;
+  bool flash_attention = true;         // has a fused (flash) attention kernel
+};
+
+// A shipped framework by name or a YAML file. Throws InputError naming the file, line and key,
+// or the known names.
+Framework load_framework(const std::string& name_or_path);
+std::vector<std::string> list_frameworks();
+// The framework's strategy defaults, before the strategy file and flags apply.
+void apply_framework_defaults(Strategy& strategy, const Framework& framework);
+
+}  // namespace tessera::workloads
