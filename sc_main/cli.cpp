@@ -16,6 +16,7 @@
 
 #include "sc_main/calibrate_command.h"
 #include "sc_main/collective_command.h"
+#include "sc_main/compute_command.h"
 #include "sc_main/compute_options.h"
 #include "sc_main/validate_command.h"
 #include "sc_main/input_error.h"
@@ -46,6 +47,7 @@ const char* kUsage =
     "  describe    a platform's modules, links, bisection bandwidth and a route between two GPUs\n"
     "  models      list the model zoo\n"
     "  calibrate   measured kernel times from profiler traces (Kineto) into a calibration file\n"
+    "  compute     the compute model's time for GEMM shapes, against measured GEMMs\n"
     "\n"
     "options:\n"
     "  -h, --help  this help; 'tessera <command> --help' for a command's options\n"
@@ -346,6 +348,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (command == "collective") return command_collective(rest, out, err);
     if (command == "validate") return command_validate(rest, out, err);
     if (command == "calibrate") return command_calibrate(rest, out, err);
+    if (command == "compute") return command_compute(rest, out, err);
     if (command == "platforms") return command_platforms(out);
     if (command == "describe") return command_describe(rest, out);
     if (command == "models") return command_models(out);

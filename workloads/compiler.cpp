@@ -232,7 +232,16 @@ class StageBuilder {
     const OpId id = compute(name, phase, kind, 2.0 * batch * m * n * k,
                             eb * batch * (m * k + k * n + m * n));
     prog_.ops[id].gemm = GemmShape{int64_t(m), int64_t(n), int64_t(k), int64_t(batch)};
+    if (phase == ComputePhase::BackwardWeight && !framework_.fused_grad_accumulation)
+      return accumulate_gradient(name, m * n * batch);
     return id;
+  }
+  // Without gradient-accumulation fusion the weight gradient lands in its own tensor and a
+  // second kernel adds it to the main gradient (reads both, writes the main gradient).
+  OpId accumulate_gradient(uint32_t gemm_name, double params) {
+    const double gb = dtype_bytes(r_.s.grad_dtype);
+    return compute(job_.intern(job_.names[gemm_name] + ".accumulate"), ComputePhase::BackwardWeight,
+                   KernelKind::Elementwise, params, params * (q_.eb + 2.0 * gb), params);
   }
   // One batched GEMM of the attention core: (b a / t) products of m x n x k.
   OpId attention_gemm(uint32_t name, ComputePhase phase, double m, double n, double k) {
@@ -395,6 +404,39 @@ class StageBuilder {
   bool dp_active(bool expert) const { return expert ? slots_.edp >= 0 : dp_size_ > 1; }
   void zero3_gather(const Unit& unit, ComputePhase ph);
   void framework_step(double local_params);
+
+  // ---- pipeline transfers ----
+  bool scatter_gather() const {
+    return framework_.p2p_scatter_gather && q_.t > 1 && !q_.sp && !m_.is_generic();
+  }
+  OpId p2p(OpKind kind, int peer_slot, uint32_t tag, double bytes, uint32_t nm,
+           std::vector<OpId> deps) {
+    Op op;
+    op.kind = kind;
+    op.stream = static_cast<uint16_t>(kind == OpKind::Send ? send_stream_ : recv_stream_);
+    op.name = nm;
+    op.slot = peer_slot;
+    op.tag = tag;
+    op.message_bytes = static_cast<uint64_t>(std::llround(std::max(bytes, 1.0)));
+    return push(std::move(op), std::move(deps));
+  }
+  // A stage boundary's tensor to a neighbour stage. Scatter-gather: each TP rank sends its
+  // 1/t slice (the receivers all-gather it over TP). Synchronous: the next kernel waits until
+  // the transfer is done (Megatron 2021's batch_isend_irecv, wait, cuda synchronize).
+  void pipeline_send(int peer_slot, uint32_t tag, double bytes, uint32_t nm) {
+    const OpId send = p2p(OpKind::Send, peer_slot, tag, scatter_gather() ? bytes / q_.t : bytes, nm,
+                          after_compute());
+    if (framework_.synchronous_p2p) block(send);
+  }
+  // Receives a boundary tensor before the next kernel. Synchronous frameworks post the receive
+  // in program order (after the kernels before it), overlapped ones ahead of time.
+  void pipeline_recv(int peer_slot, uint32_t tag, double bytes, uint32_t nm) {
+    const OpId recv = p2p(OpKind::Recv, peer_slot, tag, scatter_gather() ? bytes / q_.t : bytes, nm,
+                          framework_.synchronous_p2p ? after_compute() : std::vector<OpId>{});
+    if (!scatter_gather()) return block(recv);
+    block(collective(tp_stream_, job_.intern("pp.gather_slices"), ComputePhase::Other,
+                     CollectiveKind::AllGather, bytes, slots_.tp, {recv}));
+  }
   void zero3_reduce(const Unit& unit);
 
   Job& job_;
@@ -720,16 +762,6 @@ void StageBuilder::build(int stage, std::vector<Chunk>& chunks) {
                                                           : std::max(l.activation_bytes, 0.0);
     return std::max(1.0, q_.b * per_sample);
   };
-  auto p2p = [&](OpKind kind, int peer_slot, uint32_t tag, double bytes, uint32_t nm) {
-    Op op;
-    op.kind = kind;
-    op.stream = static_cast<uint16_t>(kind == OpKind::Send ? send_stream_ : recv_stream_);
-    op.name = nm;
-    op.slot = peer_slot;
-    op.tag = tag;
-    op.message_bytes = static_cast<uint64_t>(std::llround(std::max(bytes, 1.0)));
-    return push(std::move(op), kind == OpKind::Send ? after_compute() : std::vector<OpId>{});
-  };
   const uint32_t send_act = job_.intern("pp.send_activation"), recv_act = job_.intern("pp.recv_activation");
   const uint32_t send_grad = job_.intern("pp.send_grad"), recv_grad = job_.intern("pp.recv_grad");
 
@@ -788,21 +820,21 @@ void StageBuilder::build(int stage, std::vector<Chunk>& chunks) {
     if (step.forward) {
       const bool first_use = forwards[step.chunk]++ == 0;
       if (vs > 0)
-        block(p2p(OpKind::Recv, kPrevStagePeer, p2p_tag(mb_, VS, vs, true),
-                  boundary_bytes(chunks[step.chunk], false), recv_act));
+        pipeline_recv(kPrevStagePeer, p2p_tag(mb_, VS, vs, true),
+                      boundary_bytes(chunks[step.chunk], false), recv_act);
       for (size_t i = 0; i < chunk.units.size(); ++i) {
         if (first_use && early_gather && unit_gather[step.chunk][i] != kNoOp)
           block(unit_gather[step.chunk][i]);
         unit_forward(chunk.units[i], ComputePhase::Forward);
       }
       if (vs < VS - 1)
-        p2p(OpKind::Send, kNextStagePeer, p2p_tag(mb_, VS, vs + 1, true),
-            boundary_bytes(chunk, true), send_act);
+        pipeline_send(kNextStagePeer, p2p_tag(mb_, VS, vs + 1, true), boundary_bytes(chunk, true),
+                      send_act);
     } else {
       const bool final_pass = ++backwards[step.chunk] == r_.micro_batches;
       if (vs < VS - 1)
-        block(p2p(OpKind::Recv, kNextStagePeer, p2p_tag(mb_, VS, vs, false),
-                  boundary_bytes(chunk, true), recv_grad));
+        pipeline_recv(kNextStagePeer, p2p_tag(mb_, VS, vs, false), boundary_bytes(chunk, true),
+                      recv_grad);
       const size_t n = chunk.units.size();
       for (size_t back = 0; back < n; ++back) {
         unit_backward(chunk.units[n - 1 - back]);
@@ -815,8 +847,8 @@ void StageBuilder::build(int stage, std::vector<Chunk>& chunks) {
         }
       }
       if (vs > 0)
-        p2p(OpKind::Send, kPrevStagePeer, p2p_tag(mb_, VS, vs - 1, false),
-            boundary_bytes(chunk, false), send_grad);
+        pipeline_send(kPrevStagePeer, p2p_tag(mb_, VS, vs - 1, false), boundary_bytes(chunk, false),
+                      send_grad);
     }
   }
   mb_ = -1;

@@ -46,6 +46,7 @@ Framework load_framework(const std::string& name_or_path) {
   f.fused_bias_activation = map.boolean("fused_bias_activation", f.fused_bias_activation);
   f.fused_bias_dropout_add = map.boolean("fused_bias_dropout_add", f.fused_bias_dropout_add);
   f.fused_softmax = map.boolean("fused_softmax", f.fused_softmax);
+  f.fused_grad_accumulation = map.boolean("fused_grad_accumulation", f.fused_grad_accumulation);
   f.gradient_clipping = map.boolean("gradient_clipping", f.gradient_clipping);
   f.loss_scaling = map.boolean("loss_scaling", f.loss_scaling);
   f.host_launch_us = map.number("host_launch_us", f.host_launch_us);
@@ -54,6 +55,8 @@ Framework load_framework(const std::string& name_or_path) {
                                    std::to_string(f.host_launch_us) + ")");
   f.overlap_grad_reduce = map.boolean("overlap_grad_reduce", f.overlap_grad_reduce);
   f.flash_attention = map.boolean("flash_attention", f.flash_attention);
+  f.synchronous_p2p = map.boolean("synchronous_p2p", f.synchronous_p2p);
+  f.p2p_scatter_gather = map.boolean("p2p_scatter_gather", f.p2p_scatter_gather);
   map.finish();
   return f;
 }

@@ -19,6 +19,7 @@ struct Framework {
   bool fused_bias_activation = true;   // bias + GeLU/SwiGLU in one kernel (bias_gelu_impl)
   bool fused_bias_dropout_add = true;  // bias + dropout + residual add in one kernel
   bool fused_softmax = true;           // scale + mask + softmax in one kernel
+  bool fused_grad_accumulation = true; // weight-gradient GEMMs accumulate into the main gradient
   // Per-iteration work.
   bool gradient_clipping = true;       // the gradient norm: every gradient read once
   bool loss_scaling = true;            // fp16: gradients checked for inf/NaN and unscaled
@@ -26,6 +27,9 @@ struct Framework {
   // Strategy defaults of this software (a flag or a strategy file still wins).
   bool overlap_grad_reduce = true;
   bool flash_attention = true;         // has a fused (flash) attention kernel
+  // Pipeline transfers.
+  bool synchronous_p2p = false;        // kernels wait for every send and receive to finish
+  bool p2p_scatter_gather = false;     // TP ranks send 1/t of a boundary tensor, then all-gather
 };
 
 // A shipped framework by name or a YAML file. Throws InputError naming the file, line and key,
