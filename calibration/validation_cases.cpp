@@ -123,6 +123,7 @@ std::vector<ValidationCase> iteration_cases(const Row& r, const CaseDefaults& d)
   c.line = r.line;
   c.name = stem(r.file) + ":" + std::to_string(r.line) + " (" +
            (r.has("params_b") ? r.text("params_b") + "B, " : "") + std::to_string(gpus) + " GPUs)";
+  c.gpus = gpus;
   c.run_args = common_args(r, d, gpus);
   const auto par = parallel_args(r, r.integer("dp"));
   c.run_args.insert(c.run_args.end(), par.begin(), par.end());
@@ -140,6 +141,7 @@ std::vector<ValidationCase> recompute_cases(const Row& r, const CaseDefaults& d)
     c.line = r.line;
     c.name = stem(r.file) + ":" + std::to_string(r.line) + " (" + r.text("model") + ", " +
              (selective ? "selective + SP" : "full recompute") + ")";
+    c.gpus = gpus;
     c.run_args = common_args(r, d, gpus);
     const auto par = parallel_args(r, dp);
     c.run_args.insert(c.run_args.end(), par.begin(), par.end());
@@ -158,6 +160,7 @@ std::vector<ValidationCase> layer_cases(const Row& r, const CaseDefaults& d) {
   c.line = r.line;
   c.layer = true;
   c.name = stem(r.file) + ":" + std::to_string(r.line) + " (" + r.text("experiment") + ")";
+  c.gpus = tp;
   c.run_args = common_args(r, d, tp);
   c.run_args.insert(c.run_args.end(), {"--layers", "3", "--tp", std::to_string(tp), "--pp", "1",
                                        "--dp", "1", "--micro-batch", std::to_string(mb),

@@ -23,6 +23,7 @@ struct ValidationCase {
   int line = 0;                     // CSV line
   std::vector<std::string> run_args;  // `tessera run` arguments (without the command)
   bool layer = false;               // a layer case: forward and backward of layer 1
+  int64_t gpus = 0;                 // GPUs the case simulates
   double measured_s = 0;            // iteration cases: the iteration time
   double measured_forward_s = 0;    // layer cases
   double measured_backward_s = 0;

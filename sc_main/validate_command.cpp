@@ -35,6 +35,7 @@ struct ValidateSettings {
   std::string command_line;  // as typed, for the Markdown report
   double max_mape = -1;
   double max_error = -1;
+  int64_t max_gpus = 0;
   calibration::CaseDefaults defaults;
   std::string calibration;
 };
@@ -49,6 +50,7 @@ po::options_description validate_options(ValidateSettings& s) {
       ("svg", po::value(&s.svg), "plot predicted against measured time, one point per case")
       ("markdown", po::value(&s.markdown), "write the results as a Markdown page (docs/validation.md is made so)")
       ("max-mape", po::value(&s.max_mape), "exit 1 when the mean absolute percentage error exceeds this (percent)")
+      ("max-gpus", po::value(&s.max_gpus), "skip (and list) the cases of more GPUs than this")
       ("max-error", po::value(&s.max_error), "exit 1 when any case's error exceeds this (percent, either sign)")
       ("platform", po::value(&s.defaults.platform)->default_value("dgx-a100"), "platform of rows without a platform column")
       ("framework", po::value(&s.defaults.framework)->default_value("megatron-2021"),
@@ -63,6 +65,7 @@ void check(const ValidateSettings& s) {
   if (s.jobs < 1 || s.jobs > 64) throw InputError("--jobs: must be in [1, 64] (got " + std::to_string(s.jobs) + ")");
   if (s.max_mape != -1 && !(s.max_mape > 0 && s.max_mape < 1000))
     throw InputError("--max-mape: must be a percentage in (0, 1000) (got " + std::to_string(s.max_mape) + ")");
+  if (s.max_gpus < 0) throw InputError("--max-gpus: must be positive (got " + std::to_string(s.max_gpus) + ")");
   if (s.max_error != -1 && !(s.max_error > 0 && s.max_error < 1000))
     throw InputError("--max-error: must be a percentage in (0, 1000) (got " + std::to_string(s.max_error) + ")");
 }
@@ -230,9 +233,14 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
     if (!path->empty() && std::filesystem::is_directory(*path)) throw InputError(*path + ": cannot write (a directory)");
   std::vector<ValidationCase> cases;
   for (const std::string& file : s.cases) {
-    auto more = calibration::read_validation_cases(file, s.defaults);
-    cases.insert(cases.end(), more.begin(), more.end());
+    for (ValidationCase& c : calibration::read_validation_cases(file, s.defaults)) {
+      if (s.max_gpus > 0 && c.gpus > s.max_gpus)
+        out << "skipped (" << c.gpus << " GPUs > --max-gpus): " << c.name << "\n";
+      else
+        cases.push_back(std::move(c));
+    }
   }
+  if (cases.empty()) throw InputError("--max-gpus " + std::to_string(s.max_gpus) + " leaves no case to run");
   char scratch_template[] = "/tmp/tessera-validate-XXXXXX";
   if (mkdtemp(scratch_template) == nullptr) throw std::runtime_error("cannot make a scratch folder in /tmp");
   const std::string scratch = scratch_template;
