@@ -487,7 +487,6 @@ void StageBuilder::layer_forward(const Unit& unit, ComputePhase ph) {
   const Geometry& q = q_;
   const uint32_t u = unit.name_unit;
   const bool moe = m_.is_moe();
-  const double mask = q.dropout ? q.Tr * q.h : 0.0;
   compute(name(u, "attn_norm", ph), ph, KernelKind::Norm, 5.0 * q.Tr * q.h, 2.0 * q.Tr * q.h * q.eb, q.Tr * q.h);
   column_forward(u, "qkv", "qkv_allgather", ph, (q.h + 2.0 * q.dkv) / q.t, blocks());
   if (m_.position == PositionKind::Rotary)
@@ -526,7 +525,6 @@ void StageBuilder::layer_backward(const Unit& unit) {
   const Geometry& q = q_;
   const uint32_t u = unit.name_unit;
   const ComputePhase bi = ComputePhase::BackwardInput, bw = ComputePhase::BackwardWeight;
-  const double mask = q.dropout ? q.Tr * q.h : 0.0;
   if (r_.s.recompute == Recompute::Full) layer_forward(unit, ComputePhase::Recompute);
   residual(name(u, "mlp_residual", bi), bi, 2.0);
   if (m_.is_moe()) {
@@ -911,22 +909,22 @@ double layer_activation_bytes(const ModelSpec& model, const ResolvedStrategy& st
   return activation_bytes_of_layer(model, strategy, moe, strategy.s.recompute);
 }
 
-CompiledJob compile(const ModelSpec& m, const Strategy& strategy, int gpus,
-                    const Framework& framework) {
-  CompiledJob out;
-  out.strategy = resolve(m, strategy, gpus);
-  const ResolvedStrategy& r = out.strategy;
-  const Strategy& s = r.s;
-  const Geometry q = geometry(m, r);
-  Job& job = out.job;
-  const Layout layout(r);
-
-  // ---- communicators ----
-  // A family is one communicator per group of ranks with the same key (the rank with the
-  // family's coordinates zeroed). The vocabulary families (tied embedding, embedding TP and its
-  // replicas) hold only the first and last stage's ranks; they come after the families of
-  // every rank, so a slot means the same family on every rank that uses it.
+// The job's communicators, family by family. A family is one communicator per group of ranks
+// with the same key (the rank with the family's coordinates zeroed). The vocabulary families
+// (tied embedding, embedding TP and its replicas) hold only the first and last stage's ranks;
+// they come after the families of every rank, so a slot means the same family on every rank
+// that uses it.
+struct Families {
+  CommunicatorSlots slots;
   std::vector<std::vector<int>> slot_of_rank;  // per family: communicator of each rank, or -1
+};
+
+Families make_communicators(const ModelSpec& m, const ResolvedStrategy& r, const Layout& layout,
+                            Job& job) {
+  const Strategy& s = r.s;
+  Families f;
+  std::vector<std::vector<int>>& slot_of_rank = f.slot_of_rank;
+  CommunicatorSlots& slots = f.slots;
   auto add_family = [&](const char* name, bool wanted, auto key_of, auto member) {
     if (!wanted) return -1;
     std::vector<int> group_of_rank;
@@ -946,13 +944,11 @@ CompiledJob compile(const ModelSpec& m, const Strategy& strategy, int gpus,
     };
   };
   const auto every_rank = [](int) { return true; };
-  CommunicatorSlots& slots = out.slots;
   slots.dp = add_family("dp", true, along({Axis::DP, Axis::EP, Axis::CP}), every_rank);
   slots.tp = add_family("tp", s.tp > 1, along({Axis::TP}), every_rank);
   slots.cp = add_family("cp", s.cp > 1, along({Axis::CP}), every_rank);
   slots.ep = add_family("ep", s.ep > 1, along({Axis::EP}), every_rank);
   slots.edp = add_family("edp", m.is_moe(), along({Axis::DP, Axis::CP, Axis::TP}), every_rank);
-  const int dp_size = s.dp * s.cp, edp_size = r.edp * s.cp * s.tp;
   const auto vocabulary_stage = [&](int rank) {
     const int stage = layout.coord(rank, Axis::PP);
     return stage == 0 || stage == s.pp - 1;
@@ -975,11 +971,47 @@ CompiledJob compile(const ModelSpec& m, const Strategy& strategy, int gpus,
         "embedding_replica", true,
         [&](int rank) { return layout.with(rank, Axis::TP, tp_of(rank) % e); }, vocabulary_stage);
   }
+  return f;
+}
 
-  // ---- units, chunks, buckets per stage ----
+// Gradient buckets of a chunk: they fill in backward order, as gradients become ready, and
+// close at bucket_params parameters (dense and expert parameters apart).
+void fill_buckets(Chunk& chunk, double bucket_params) {
+  for (bool expert : {false, true}) {
+    Bucket open;
+    open.expert = expert;
+    const size_t n = chunk.units.size();
+    for (size_t back = 0; back < n; ++back) {
+      const double p = expert ? chunk.units[n - 1 - back].expert : chunk.units[n - 1 - back].dense;
+      if (p <= 0) continue;
+      open.params += p;
+      open.units.push_back(back);
+      open.trigger = back;
+      if (open.params >= bucket_params) {
+        chunk.buckets.push_back(open);
+        open = Bucket{};
+        open.expert = expert;
+      }
+    }
+    if (open.params > 0) chunk.buckets.push_back(open);
+  }
+}
+
+// The units (embedding, layers, output) of every pipeline stage's model chunks, with their
+// parameters, activations and gradient buckets, and the units' names.
+struct StageUnits {
   std::vector<std::string> unit_names;
+  std::vector<std::vector<Chunk>> stage_chunks;  // per pipeline stage
+};
+
+StageUnits make_stage_units(const ModelSpec& m, const ResolvedStrategy& r) {
+  const Strategy& s = r.s;
+  const Geometry q = geometry(m, r);
+  StageUnits out;
+  std::vector<std::string>& unit_names = out.unit_names;
   const double normp = m.norm == NormKind::LayerNorm ? 2.0 * q.h : q.h;
-  std::vector<std::vector<Chunk>> stage_chunks(s.pp);
+  std::vector<std::vector<Chunk>>& stage_chunks = out.stage_chunks;
+  stage_chunks.resize(s.pp);
   std::vector<int> generic_entry;  // expanded layer -> generic entry
   for (size_t e = 0; e < m.generic_layers.size(); ++e)
     for (int64_t k = 0; k < m.generic_layers[e].repeat; ++k) generic_entry.push_back(int(e));
@@ -1052,27 +1084,30 @@ CompiledJob compile(const ModelSpec& m, const Strategy& strategy, int gpus,
       chunk.units.push_back(u);
     }
     for (const Unit& u : chunk.units) chunk.activations += u.activations;
-    // Buckets fill in backward order, as gradients become ready.
-    for (bool expert : {false, true}) {
-      Bucket open;
-      open.expert = expert;
-      const size_t n = chunk.units.size();
-      for (size_t back = 0; back < n; ++back) {
-        const double p = expert ? chunk.units[n - 1 - back].expert : chunk.units[n - 1 - back].dense;
-        if (p <= 0) continue;
-        open.params += p;
-        open.units.push_back(back);
-        open.trigger = back;
-        if (open.params >= bucket_params) {
-          chunk.buckets.push_back(open);
-          open = Bucket{};
-          open.expert = expert;
-        }
-      }
-      if (open.params > 0) chunk.buckets.push_back(open);
-    }
+    fill_buckets(chunk, bucket_params);
     stage_chunks[vs % s.pp].push_back(std::move(chunk));
   }
+  return out;
+}
+
+CompiledJob compile(const ModelSpec& m, const Strategy& strategy, int gpus,
+                    const Framework& framework) {
+  CompiledJob out;
+  out.strategy = resolve(m, strategy, gpus);
+  const ResolvedStrategy& r = out.strategy;
+  const Strategy& s = r.s;
+  const Geometry q = geometry(m, r);
+  Job& job = out.job;
+  const Layout layout(r);
+
+  const Families families = make_communicators(m, r, layout, job);
+  const CommunicatorSlots& slots = families.slots;
+  out.slots = slots;
+  const std::vector<std::vector<int>>& slot_of_rank = families.slot_of_rank;
+  const int dp_size = s.dp * s.cp, edp_size = r.edp * s.cp * s.tp;
+  StageUnits units = make_stage_units(m, r);
+  std::vector<std::string>& unit_names = units.unit_names;
+  std::vector<std::vector<Chunk>>& stage_chunks = units.stage_chunks;
 
   // ---- one program per stage ----
   std::vector<std::shared_ptr<Program>> programs(s.pp);
