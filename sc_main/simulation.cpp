@@ -172,7 +172,7 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
       s.what = w.what;
       if (w.communicator >= 0) {
         for (int member : job.communicators[w.communicator].ranks)
-          if (platform.gpu(member).collectives().joined(w.communicator) <= w.sequence)
+          if (!platform.gpu(member).collectives().joined(w.communicator, w.sequence))
             s.absent_ranks.push_back(member);
       } else if (w.peer >= 0) {
         s.absent_ranks.push_back(w.peer);

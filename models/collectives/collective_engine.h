@@ -26,13 +26,18 @@
 // Chunk j runs on channel j mod C; a channel uses one SM while the call runs. A connection
 // (one transfer of a phase) has `slots` chunks in flight at most, as NCCL's NCCL_STEPS buffer
 // slots: the next leaves when one has left the GPU.
-// Members are matched by communicator and call sequence number. Chunks that arrive before a
+// Members are matched by communicator and call number: a call's place among the rank's
+// collectives on that communicator in program order (NCCL's rule: the host enqueues a
+// communicator's calls in program order, whatever streams they run on), not the order the
+// calls start in, which differs between ranks when two streams share a communicator (ZeRO-3's
+// parameter all-gathers and gradient reduce-scatters over dp). Chunks that arrive before a
 // rank has joined are kept (as (step, chunk) pairs) and counted when it joins.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <systemc>
@@ -103,8 +108,10 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   // A chunk this engine injected has left the GPU.
   void packet_left(tlm::tlm_generic_payload& gp) override;
 
-  // How many collectives this rank has started on a communicator.
+  // Calls 0 .. joined(c) - 1 on communicator c have all started on this rank.
   uint32_t joined(int communicator) const { return joined_[communicator]; }
+  // Whether this rank has started call `call` on the communicator.
+  bool joined(int communicator, uint32_t call) const;
 
   struct Waiting {
     uint32_t op = 0;
@@ -187,6 +194,9 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
                                      sc_core::sc_time& delay);
   void start_collective(tlm::tlm_generic_payload& call);
+  // The call number of the rank's collective op `op` on `communicator` (its place in program
+  // order); without a program holding that op, the order the calls start in.
+  uint32_t call_number(uint32_t op, int communicator);
   void launch(uint64_t flow);
   void start_send(tlm::tlm_generic_payload& call);
   void start_receive(tlm::tlm_generic_payload& call);
@@ -216,7 +226,12 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   CollectiveEngineConfig config_;
   Tuner tuner_;
   SmObserver* sm_observer_;
-  std::vector<uint32_t> joined_;
+  std::vector<uint32_t> joined_;  // by communicator: every call below it has started
+  std::unordered_set<uint64_t> joined_ahead_;  // (communicator, call) started out of order
+  // This rank's collective ops in program order and their call numbers (built on first use).
+  std::vector<uint32_t> call_ops_, call_numbers_;
+  bool calls_numbered_ = false;
+  std::vector<uint32_t> started_;  // by communicator: calls started (when there is no program)
   std::vector<int> position_;  // this rank's position in each communicator, -1 if absent
   std::vector<CommunicatorShape> shapes_;
   std::unordered_map<int, CollNetGroups> collnet_;         // by communicator, on first use

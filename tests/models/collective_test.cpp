@@ -1,5 +1,7 @@
 // Ring collectives through the NVSwitch against their closed forms, data conservation, and
 // link sharing between concurrent transfers.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "tests/support/child_process.h"
@@ -162,6 +164,75 @@ TEST(LinkSharing, TinySwitchBuffersStillDeliverEverything) {
   for (int rank = 0; rank < n; ++rank)
     EXPECT_EQ(r["received"][rank].get<uint64_t>(), 2ull * (n - 1) * segment);
 }
+
+
+// Calls from two streams on one communicator meet their peers' same call, the one at the same
+// place in program order (as NCCL, where the host enqueues calls in program order), whatever
+// order the streams' dependencies let them start in. ZeRO-3 prefetches parameter all-gathers on
+// one stream while reduce-scatters of gradients run on another, both over dp; with hundreds of
+// ranks the two interleave differently on different ranks (the GPT 530B run on 1,120 GPUs).
+// Here even ranks start the all-gather first and odd ranks the (tiny) reduce-scatter first.
+workloads::Job two_streams_one_communicator(int n, uint64_t gather_bytes, uint64_t reduce_bytes) {
+  workloads::Job job;
+  workloads::Communicator all{"dp", {}};
+  for (int r = 0; r < n; ++r) all.ranks.push_back(r);
+  job.communicators.push_back(all);
+  for (int r = 0; r < n; ++r) {
+    testing::ProgramBuilder b(job, r);
+    const workloads::OpId wait = b.compute("wait", "compute", 1e12, 0);  // about a millisecond
+    const bool gather_first = r % 2 == 0;
+    b.collective("param_allgather", "gather", CollectiveKind::AllGather, 0, gather_bytes,
+                 gather_first ? std::vector<workloads::OpId>{} : std::vector<workloads::OpId>{wait});
+    b.collective("grad_reducescatter", "reduce", CollectiveKind::ReduceScatter, 0, reduce_bytes,
+                 gather_first ? std::vector<workloads::OpId>{wait} : std::vector<workloads::OpId>{});
+    b.finish();
+  }
+  return job;
+}
+
+class CallMatching : public ::testing::TestWithParam<platforms::Fidelity> {};
+
+TEST_P(CallMatching, CallsFromTwoStreamsMeetInProgramOrder) {
+  const int n = 8;
+  const uint64_t gather = 8ull << 20, reduce = 1024;
+  const auto p = ideal_node(n, kLinkGBps);
+  const workloads::Job job = two_streams_one_communicator(n, gather, reduce);
+  const nlohmann::json r = run_in_child([&] {
+    app::SimulationOptions o;
+    o.collectives = testing::ideal_collectives(models::CollectiveAlgorithm::Ring);
+    o.fidelity = GetParam();
+    o.trace = true;  // the calls' spans
+    return testing::summarize(app::simulate(p, job, o));
+  });
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  ASSERT_FALSE(r["deadlocked"].get<bool>()) << r["deadlock"].get<std::string>();
+  // Each call needs every member, and half the members start it only after their wait: no
+  // call ends before the shortest wait does (a call matched with a peer's other call would).
+  double wait_s = r["compute_s"][0].get<double>();
+  for (int rank = 1; rank < n; ++rank) wait_s = std::min(wait_s, r["compute_s"][rank].get<double>());
+  ASSERT_GT(wait_s, 0.0);
+  for (int rank = 0; rank < n; ++rank) {
+    int calls = 0;
+    for (const auto& span : r["spans"][rank]) {
+      if (span["op"].get<int>() == 0) continue;  // the wait itself
+      ++calls;
+      EXPECT_GT(span["end"].get<double>(), wait_s) << "rank " << rank << " op " << span["op"];
+    }
+    EXPECT_EQ(calls, 2) << "rank " << rank;
+  }
+  // Every rank gets (n-1) segments of each call: the all-gather's with the all-gather's.
+  const uint64_t expected = uint64_t(n - 1) * ((gather + n - 1) / n + (reduce + n - 1) / n);
+  for (int rank = 0; rank < n; ++rank) {
+    EXPECT_EQ(r["received"][rank].get<uint64_t>(), expected) << "rank " << rank;
+    EXPECT_EQ(r["sent"][rank].get<uint64_t>(), expected) << "rank " << rank;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fidelities, CallMatching,
+                         ::testing::Values(platforms::Fidelity::Packet, platforms::Fidelity::Flow),
+                         [](const ::testing::TestParamInfo<platforms::Fidelity>& info) {
+                           return std::string(info.param == platforms::Fidelity::Packet ? "Packet" : "Flow");
+                         });
 
 }  // namespace
 }  // namespace tessera
