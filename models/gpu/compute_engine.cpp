@@ -47,11 +47,15 @@ void ComputeEngine::start_next() {
   started_ = progress_at_ = sc_core::sc_time_stamp();
   if (!copy_engine_) activity_.compute_begin();
   const protocol::ComputeEvent& kernel = protocol::compute_event(*running_);
-  const sc_time full = kernel_time(kernel);
+  sc_time full;
   host_share_ = 0;
   if (timer_ != nullptr && !copy_engine_ && !kernel.memory_copy) {
+    // The compute model once per kernel: its time and the host's part of it.
     const KernelTime t = timer_->kernel_time(kernel);
     host_share_ = t.total() > 0 ? t.host_s / t.total() : 0;
+    full = sc_time::from_value(static_cast<sc_dt::uint64>(std::ceil(t.total() * 1e12)));
+  } else {
+    full = kernel_time(kernel);
   }
   if (share_ >= 1.0) {
     remaining_ = full.to_seconds();
