@@ -17,10 +17,6 @@ ComputeEngine::ComputeEngine(sc_core::sc_module_name name, const GpuSpec& spec,
 
 sc_time ComputeEngine::kernel_time(const protocol::ComputeEvent& k) const {
   double seconds;
-  if (timer_ != nullptr && !copy_engine_ && !k.memory_copy) {
-    seconds = timer_->kernel_time(k).total();
-    return sc_time::from_value(static_cast<sc_dt::uint64>(std::ceil(seconds * 1e12)));
-  }
   if (copy_engine_ || k.memory_copy) {
     seconds = hbm_.transfer_seconds(2.0 * k.bytes);  // read and write
   } else {

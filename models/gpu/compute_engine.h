@@ -23,7 +23,8 @@ class ComputeEngine : public sc_core::sc_module {
   ComputeEngine(sc_core::sc_module_name name, const GpuSpec& spec, const HbmMemory& hbm,
                 GpuActivity& activity, bool copy_engine);
 
-  // Time one kernel (or copy) takes on an otherwise idle engine.
+  // Time one kernel (or copy) takes on an otherwise idle engine by the roofline (kernels of a GPU
+  // with a KernelTimer are timed by the timer instead).
   sc_core::sc_time kernel_time(const protocol::ComputeEvent& kernel) const;
 
   // The share of the GPU's SMs kernels may use (collective kernels hold the rest). A running

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "command_outcome.h"
 #include "calibration/kernel_table.h"
 #include "sc_main/calibrate_command.h"
 #include "sc_main/input_error.h"
@@ -19,21 +20,10 @@ namespace {
 const std::string kRank0 = std::string(TESSERA_CALIBRATION_DATA) + "/megatron_tp8_a100/rank0.json.gz";
 const std::string kDlrm = std::string(TESSERA_CALIBRATION_DATA) + "/dlrm_v100/worker0_step_12.json.gz";
 
-struct Outcome {
-  int status = -1;
-  std::string out, error;  // error: the InputError's message
-};
+using command_testing::Outcome;
 
 Outcome calibrate(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  Outcome r;
-  try {
-    r.status = app::command_calibrate(args, out, err);
-  } catch (const app::InputError& e) {
-    r.error = e.what();
-  }
-  r.out = out.str();
-  return r;
+  return command_testing::run_command(app::command_calibrate, args);
 }
 
 TEST(CalibrateCommand, PrintsTheTableAndWritesTheFile) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "command_outcome.h"
 #include "calibration/compute_model.h"
 #include "calibration/gemm_model.h"
 #include "calibration/kernel_table.h"
@@ -353,21 +354,10 @@ TEST(ComputeModelFile, UnknownKeyNamesFileLineAndKey) {
 
 // ---- tessera compute ----
 
-struct Outcome {
-  int status = -1;
-  std::string out, error;  // error: the InputError's message
-};
+using command_testing::Outcome;
 
 Outcome compute(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  Outcome r;
-  try {
-    r.status = app::command_compute(args, out, err);
-  } catch (const app::InputError& e) {
-    r.error = e.what();
-  }
-  r.out = out.str();
-  return r;
+  return command_testing::run_command(app::command_compute, args);
 }
 
 std::string one_decimal(double value) {
