@@ -36,7 +36,10 @@ models::FabricFacts fabric_facts(const PlatformConfig& c) {
   f.hop_latency_s = (2 * link.latency_ns + c.node.nvlink.switch_latency_ns) * 1e-9;
   f.in_switch_reduction = c.node.nvlink.in_switch_reduction;
   f.sm_count = c.gpu.sm_count;
+  f.sm_clock_mhz = c.gpu.boost_clock_mhz;
   f.ll_max_bandwidth = c.gpu.ll_max_bandwidth_gbps * 1e9;
+  f.ll128_max_bandwidth = c.gpu.ll128_max_bandwidth_gbps * 1e9;
+  f.ring_fill_chunks = c.gpu.ring_fill_chunks;
 
   // Across nodes.
   f.gpus_per_node = c.node.gpus;

@@ -265,6 +265,9 @@ void PlatformConfig::validate() const {
   fraction(gpu.hbm_efficiency, "gpu.hbm_efficiency");
   non_negative(gpu.kernel_overhead_us, "gpu.kernel_overhead_us");
   non_negative(gpu.ll_max_bandwidth_gbps, "gpu.ll_max_bandwidth_gbps");
+  non_negative(gpu.boost_clock_mhz, "gpu.boost_clock_mhz");
+  non_negative(gpu.ll128_max_bandwidth_gbps, "gpu.ll128_max_bandwidth_gbps");
+  non_negative(gpu.ring_fill_chunks, "gpu.ring_fill_chunks");
   if (gpu.sm_count < 1) fail("gpu.sm_count", "must be at least 1, got " + std::to_string(gpu.sm_count));
   if (gpu.nvlink_ports < 0)
     fail("gpu.nvlink_ports", "must not be negative, got " + std::to_string(gpu.nvlink_ports));

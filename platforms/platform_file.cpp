@@ -268,9 +268,12 @@ const std::map<std::string, Setter>& leaves() {
     add_number(t, "gpu.hbm_bandwidth_gbps", [](C& c) -> double& { return c.gpu.hbm_bandwidth_gbps; });
     add_number(t, "gpu.hbm_efficiency", [](C& c) -> double& { return c.gpu.hbm_efficiency; });
     add_number(t, "gpu.kernel_overhead_us", [](C& c) -> double& { return c.gpu.kernel_overhead_us; });
+    add_number(t, "gpu.boost_clock_mhz", [](C& c) -> double& { return c.gpu.boost_clock_mhz; });
     add_int(t, "gpu.sm_count", [](C& c) -> int& { return c.gpu.sm_count; });
     add_int(t, "gpu.nvlink_ports", [](C& c) -> int& { return c.gpu.nvlink_ports; });
     add_number(t, "gpu.ll_max_bandwidth_gbps", [](C& c) -> double& { return c.gpu.ll_max_bandwidth_gbps; });
+    add_number(t, "gpu.ll128_max_bandwidth_gbps", [](C& c) -> double& { return c.gpu.ll128_max_bandwidth_gbps; });
+    add_number(t, "gpu.ring_fill_chunks", [](C& c) -> double& { return c.gpu.ring_fill_chunks; });
     add_number(t, "gpu.nvlink_port_bandwidth_gbps",
                [](C& c) -> double& { return c.gpu.nvlink_port_bandwidth_gbps; });
 
@@ -503,7 +506,8 @@ void read_gpu(PlatformConfig& c, const YAML::Node& node, int line, Reader& r) {
     // Without a base every value is given: no silent H100 numbers in another GPU.
     for (const auto& [key, setter] : leaves()) {
       if (key.rfind("gpu.", 0) != 0 || key == "gpu.description" || key == "gpu.kernel_overhead_us" ||
-          key == "gpu.ll_max_bandwidth_gbps")
+          key == "gpu.ll_max_bandwidth_gbps" ||
+          key == "gpu.ll128_max_bandwidth_gbps" || key == "gpu.ring_fill_chunks" || key == "gpu.boost_clock_mhz")
         continue;
       if (!r.state->given.count(key))
         throw PlatformFileError(r.file, r.file == kSetting ? 0 : line, key,

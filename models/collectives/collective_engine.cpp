@@ -106,8 +106,10 @@ void CollectiveEngine::plan(Instance& inst, const protocol::CollectiveEvent& e) 
   const ProtocolCost cost = tuner_.cost(algorithm, inst.choice.protocol);
   inst.wire_factor = static_cast<float>(tuner_.wire_factor(algorithm, inst.choice.protocol, e.bytes, n));
   if (const double rate = tuner_.channel_rate(inst.choice.protocol); rate > 0) {
-    // A channel waits for each step's handshake before it moves the step's chunk.
-    const double handshake = config_.protocol_latencies ? cost.step_us * 1e-6 : 0.0;
+    // An LL channel waits for each step's handshake before it moves the step's chunk; LL128's
+    // rate is measured with its handshakes (GpuSpec::ll128_max_bandwidth_gbps).
+    const bool waits = inst.choice.protocol == CollectiveProtocol::LL && config_.protocol_latencies;
+    const double handshake = waits ? cost.step_us * 1e-6 : 0.0;
     inst.channel_rate = rate;
     inst.channel_handshake_s = handshake;
     if (!config_.steady_state) inst.channel_free.assign(size_t(C), 0.0);
@@ -545,8 +547,12 @@ void CollectiveEngine::start_collective(tlm::tlm_generic_payload& call) {
   std::vector<uint64_t> early;
   early.swap(inst.early);
   for (uint64_t packed : early) received(flow, inst, static_cast<uint32_t>(packed >> 32));
+  // The call's launch, and what a ring takes beyond its lossless pipeline (Tuner::ring_fill).
   const double launch_s =
-      config_.protocol_latencies ? tuner_.cost(inst.choice.algorithm, inst.choice.protocol).launch_us * 1e-6 : 0.0;
+      config_.protocol_latencies
+          ? tuner_.cost(inst.choice.algorithm, inst.choice.protocol).launch_us * 1e-6 +
+                tuner_.ring_fill(e.kind, inst.choice.algorithm, inst.choice.protocol, e.bytes, shapes_[size_t(e.communicator)])
+          : 0.0;
   if (launch_s > 0) peq_.notify(call, LAUNCH, sc_time(launch_s, sc_core::SC_SEC));
   else launch(flow);
 }

@@ -462,6 +462,16 @@ std::string Tuner::unsupported(CollectiveOp op, CollectiveAlgorithm a, Collectiv
 }
 
 ProtocolCost Tuner::cost(CollectiveAlgorithm a, CollectiveProtocol p) const {
+  ProtocolCost c = nccl_cost(a, p);
+  if (fabric_.sm_clock_mhz > 0 && config_.reference_clock_mhz > 0) {
+    const double slower = config_.reference_clock_mhz / fabric_.sm_clock_mhz;
+    c.launch_us *= slower;
+    c.step_us *= slower;
+  }
+  return c;
+}
+
+ProtocolCost Tuner::nccl_cost(CollectiveAlgorithm a, CollectiveProtocol p) const {
   const int i = p == CollectiveProtocol::LL ? 1 : p == CollectiveProtocol::LL128 ? 2 : 0;
   if (a == CollectiveAlgorithm::Nvls) return config_.nvls;
   // NVLS inside the node with SHARP across is NCCL's multi-node NVLS.
@@ -512,14 +522,32 @@ int Tuner::channels(CollectiveAlgorithm a, CollectiveProtocol p, uint64_t bytes,
 double Tuner::channel_rate(CollectiveProtocol p) const {
   if (p == CollectiveProtocol::LL && fabric_.ll_max_bandwidth > 0)
     return fabric_.ll_max_bandwidth / std::max(1, config_.max_channels);
+  if (p == CollectiveProtocol::LL128 && fabric_.ll128_max_bandwidth > 0)
+    return fabric_.ll128_max_bandwidth / std::max(1, config_.max_channels);
   return 0;
+}
+
+uint64_t Tuner::ring_chunk(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s, int channels) const {
+  const uint64_t members = ring_family(op) ? uint64_t(std::max(1, s.ranks)) : 1;
+  const uint64_t share = (bytes + members * uint64_t(std::max(1, channels)) - 1) / (members * uint64_t(std::max(1, channels)));
+  return std::min<uint64_t>(config_.simple_chunk_bytes, share);
+}
+
+double Tuner::ring_fill(CollectiveOp op, CollectiveAlgorithm a, CollectiveProtocol p, uint64_t bytes,
+                        const CommunicatorShape& s) const {
+  if (a != CollectiveAlgorithm::Ring || p != CollectiveProtocol::Simple || s.ranks <= 1) return 0;
+  if (fabric_.ring_fill_chunks <= 0 || fabric_.gpu_bandwidth <= 0) return 0;
+  const int C = channels(a, p, bytes, s.ranks);
+  const double passes = reduces(op) ? 2 : 1;
+  return passes * fabric_.ring_fill_chunks * double(ring_chunk(op, bytes, s, C)) / (fabric_.gpu_bandwidth / C);
 }
 
 double Tuner::predict(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s,
                       CollectiveAlgorithm a, CollectiveProtocol p) const {
   const ProtocolCost c = cost(a, p);
   const int network = s.network_nodes > 1 || a == CollectiveAlgorithm::CollNet ? network_steps(op, a, s) : 0;
-  double latency = c.launch_us + (steps(op, a, s) - network) * c.step_us + network * c.network_step_us;
+  double latency = c.launch_us + (steps(op, a, s) - network) * c.step_us + network * c.network_step_us +
+                   ring_fill(op, a, p, bytes, s) * 1e6;
   if (network > 0 && fabric_.gpu_network_bandwidth > 0) {
     // A network step waits for its first chunk to cross every hop (store and forward).
     const uint64_t transfer = static_cast<uint64_t>(network_transfer(op, a, bytes, s));

@@ -71,11 +71,21 @@ struct TunerConfig {
   // each chunk costs its channel one NVLink flag handshake (nvls_handshake_us, NCCL's NVLink
   // step latency for flags, hwLat LL) that does not overlap its data, so smaller chunks run
   // at a smaller share of the link (wire_factor). 0 disables the handshake.
+  // NCCL's latencies hold for GPUs at this SM clock: Hopper's 1,980 MHz boost (the DGX H100
+  // curve's 13-16 us small-size floor against the model's 15). The GPU side of a protocol's
+  // launch and step latencies (flag polling and the kernel's own work) runs on the SMs, so on
+  // a GPU of another clock it scales by reference / clock (A100, 1,410 MHz: x1.40, 21 us,
+  // between the 17 and 24 us floors measured on A100 nodes); network steps do not scale.
+  double reference_clock_mhz = 1980;
   double nvls_efficiency = 0.85;
   int nvls_channels = 16;
   uint64_t nvls_chunk_bytes = 128 * 1024;
   double nvls_handshake_us = 0.6;
   uint64_t chunk_bytes = 128 * 1024;  // the engine's largest chunk (CollectiveEngineConfig)
+  // NCCL's ring chunk with the Simple protocol: a step (NCCL_BUFFSIZE 4 MiB / NCCL_STEPS 8)
+  // times ALLREDUCE_CHUNKSTEPS (NCCL_STEPS / 2) = 2 MiB; smaller calls cut it to their share
+  // of a channel (device/all_reduce.h: min(chunkSize, size / (nChannels x nRanks))).
+  uint64_t simple_chunk_bytes = 2 * 1024 * 1024;
   int max_channels = 16;          // parallel rings/trees, one SM each
   // NCCL's channel count (enqueue.cc): a channel is dropped while the call has fewer than
   // threads x threshold bytes per channel: Simple 512 threads x 64 B, LL 512 x 8 B per rank
@@ -91,9 +101,14 @@ struct FabricFacts {
   double hop_latency_s = 0;     // GPU -> switch -> GPU, beyond serialization
   bool in_switch_reduction = false;
   int sm_count = 132;
+  double sm_clock_mhz = 0;  // the GPU's boost clock (0: unknown, latencies as NCCL's)
   // The most payload bytes/s one GPU moves with the LL protocol (NCCL's llMaxBw: LL's 8-byte
   // stores with flags are issued by the SMs' threads, not limited by the links); 0: no limit.
   double ll_max_bandwidth = 0;
+  // The same for LL128 (GpuSpec::ll128_max_bandwidth_gbps); 0: no limit.
+  double ll128_max_bandwidth = 0;
+  // Chunk times a Simple ring pass takes beyond a lossless pipeline (GpuSpec::ring_fill_chunks).
+  double ring_fill_chunks = 0;
   // Across nodes (0: no network).
   int gpus_per_node = 0;                // the platform's node (0: every GPU in one node)
   double gpu_network_bandwidth = 0;     // payload bytes/s one GPU sends into the network
@@ -179,7 +194,11 @@ class Tuner {
   double predict(CollectiveOp op, uint64_t bytes, const CommunicatorShape& shape,
                  CollectiveAlgorithm algorithm, CollectiveProtocol protocol) const;
 
+  // The protocol's latencies on this platform's GPUs: NCCL's (nccl_cost), their GPU side scaled
+  // to the SM clock (TunerConfig::reference_clock_mhz).
   ProtocolCost cost(CollectiveAlgorithm algorithm, CollectiveProtocol protocol) const;
+  // NCCL's latencies as tuning.cc has them.
+  ProtocolCost nccl_cost(CollectiveAlgorithm algorithm, CollectiveProtocol protocol) const;
   // Dependent steps of the schedule (each pays step_us once on the critical path), and how
   // many of them cross between the communicator's nodes (through the network, they pay
   // network_step_us instead).
@@ -204,10 +223,18 @@ class Tuner {
   // rule for the protocol (TunerConfig), at most max_channels.
   int channels(CollectiveAlgorithm algorithm, CollectiveProtocol protocol, uint64_t bytes, int ranks) const;
   // Payload bytes/s one channel (one SM) moves with `protocol`; 0: the links alone limit it.
-  // LL: the GPU's LL rate (FabricFacts::ll_max_bandwidth) over max_channels, so a call on
-  // fewer channels runs slower, and a channel waiting for its step's data cannot be made up
-  // by another.
+  // LL (LL128): the GPU's LL (LL128) rate (FabricFacts::ll_max_bandwidth,
+  // ll128_max_bandwidth) over max_channels, so a call on fewer channels runs slower, and a
+  // channel waiting for its step's data cannot be made up by another.
   double channel_rate(CollectiveProtocol protocol) const;
+  // NCCL's Simple ring chunk for a call of `bytes` over `shape` on `channels`: at most
+  // simple_chunk_bytes, else the share of one channel of one member's segment.
+  uint64_t ring_chunk(CollectiveOp op, uint64_t bytes, const CommunicatorShape& shape, int channels) const;
+  // Seconds a Simple ring takes beyond its lossless pipeline: ring_fill_chunks chunk times per
+  // pass on one channel's share of the GPU's NVLink bandwidth; 0 for other algorithms and
+  // protocols or where the platform has no such term.
+  double ring_fill(CollectiveOp op, CollectiveAlgorithm algorithm, CollectiveProtocol protocol,
+                   uint64_t bytes, const CommunicatorShape& shape) const;
 
   const TunerConfig& config() const { return config_; }
   const FabricFacts& fabric() const { return fabric_; }

@@ -19,11 +19,22 @@ struct GpuSpec {
   double hbm_efficiency = 0.89;            // STREAM triad / peak
   double kernel_overhead_us = 3.0;         // launch and tail per kernel
   int sm_count = 132;
+  // Highest SM clock (MHz) of the specification; the GPU side of NCCL's protocol latencies runs
+  // at it (TunerConfig::reference_clock_mhz); 0: unknown, NCCL's latencies as they are.
+  double boost_clock_mhz = 0;
   int nvlink_ports = 18;
   double nvlink_port_bandwidth_gbps = 25.0;  // GB/s per port per direction
   // Most bus bandwidth (GB/s) NCCL's LL protocol reaches on one node of these GPUs (NCCL's
   // llMaxBw: Ampere 87.7, Hopper 141); 0: no limit beyond the links.
   double ll_max_bandwidth_gbps = 0;
+  // The same for LL128 (bus bandwidth, GB/s), where measured below what the links allow; 0: no
+  // limit beyond the links and LL128's 120 data bytes per 128.
+  double ll128_max_bandwidth_gbps = 0;
+  // Chunk times each pass of an NCCL ring with the Simple protocol (a reduce-scatter or an
+  // all-gather; an all-reduce has two) takes beyond a lossless pipeline over these GPUs'
+  // NVLinks, with NCCL's chunk (Tuner::ring_chunk); calibrated from nccl-tests where it shows
+  // (Ampere, whose NVLink rings read from their peer: NCCL's P2P read mode); 0: none.
+  double ring_fill_chunks = 0;
 };
 
 }  // namespace tessera::models

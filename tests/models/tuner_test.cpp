@@ -100,12 +100,16 @@ TEST(TunerAcrossNodes, LargeCallsAreBoundByTheNics) {
   const models::FabricFacts& f = t.fabric();
   const models::CommunicatorShape s = world(8);
   const double S = double(GiB), n = 64, N = 8, g = 8;
-  // The prediction less its latency terms (launch, steps, and the network steps' chunk).
+  // The prediction less its latency terms (launch, steps, the network steps' chunk and the
+  // ring's fill).
   auto bandwidth_term = [&](CollectiveAlgorithm a, double transfer) {
     const int net = models::Tuner::network_steps(CollectiveOp::AllReduce, a, s);
+    auto fill = [&](uint64_t bytes) {
+      return t.ring_fill(CollectiveOp::AllReduce, a, CollectiveProtocol::Simple, bytes, s);
+    };
     return t.predict(CollectiveOp::AllReduce, GiB, s, a, CollectiveProtocol::Simple) -
            t.predict(CollectiveOp::AllReduce, 1, s, a, CollectiveProtocol::Simple) -
-           store_and_forward(t, net, transfer, GiB, 1);
+           store_and_forward(t, net, transfer, GiB, 1) - (fill(GiB) - fill(1));
   };
   const double ring = std::max({2 * (n - 1) / n * S / f.gpu_bandwidth, 2 * (n - 1) / n * S / g / f.gpu_network_bandwidth,
                                 2 * (n - 1) / n * S / f.node_network_bandwidth});
@@ -179,6 +183,51 @@ TEST(TunerAcrossNodes, OneNodeIgnoresTheNetwork) {
     EXPECT_EQ(a.protocol, b.protocol) << bytes;
     EXPECT_DOUBLE_EQ(a.predicted_s, b.predicted_s) << bytes;
   }
+}
+
+TEST(TunerOnOneNode, AmpereRingsTakeTwoChunkTimesMoreThanTheirPipeline) {
+  // GpuSpec::ring_fill_chunks: one NCCL chunk (S / (channels x ranks), at most 2 MiB) per ring
+  // pass on one channel's share of the NVLinks; an all-reduce has two passes.
+  const models::Tuner a100 = tuner_for("dgx-a100", false);
+  const models::CommunicatorShape node = world(1);
+  const double B = a100.fabric().gpu_bandwidth;
+  auto fill = [&](CollectiveOp op, CollectiveProtocol p, uint64_t bytes) {
+    return a100.ring_fill(op, CollectiveAlgorithm::Ring, p, bytes, node);
+  };
+  const int C = a100.channels(CollectiveAlgorithm::Ring, CollectiveProtocol::Simple, 64 * MiB, 8);
+  EXPECT_EQ(C, 16);
+  EXPECT_NEAR(fill(CollectiveOp::AllReduce, CollectiveProtocol::Simple, 64 * MiB), 2 * (64.0 * MiB / (8 * C)) / (B / C), 1e-9);
+  EXPECT_NEAR(fill(CollectiveOp::AllGather, CollectiveProtocol::Simple, 64 * MiB), (64.0 * MiB / (8 * C)) / (B / C), 1e-9);
+  // The chunk stops growing at 2 MiB (from 256 MiB on 16 channels and 8 ranks).
+  EXPECT_NEAR(fill(CollectiveOp::AllReduce, CollectiveProtocol::Simple, 4 * GiB), 2 * (2.0 * MiB) / (B / C), 1e-9);
+  EXPECT_EQ(fill(CollectiveOp::AllReduce, CollectiveProtocol::LL128, 64 * MiB), 0.0);
+  EXPECT_EQ(a100.ring_fill(CollectiveOp::AllReduce, CollectiveAlgorithm::Tree, CollectiveProtocol::Simple, 64 * MiB, node), 0.0);
+  // Hopper's rings write to their peers: no such term.
+  const models::Tuner h100 = tuner_for("dgx-h100", false);
+  EXPECT_EQ(h100.ring_fill(CollectiveOp::AllReduce, CollectiveAlgorithm::Ring, CollectiveProtocol::Simple, 64 * MiB, node), 0.0);
+}
+
+TEST(TunerOnOneNode, ProtocolLatenciesScaleWithTheSmClock) {
+  // NCCL's latencies are Hopper's (1,980 MHz); A100 runs at 1,410 MHz.
+  const models::Tuner a100 = tuner_for("dgx-a100", false), h100 = tuner_for("dgx-h100", false);
+  for (CollectiveProtocol p : {CollectiveProtocol::LL, CollectiveProtocol::LL128, CollectiveProtocol::Simple}) {
+    const models::ProtocolCost nccl = a100.nccl_cost(CollectiveAlgorithm::Ring, p);
+    const models::ProtocolCost c = a100.cost(CollectiveAlgorithm::Ring, p);
+    EXPECT_NEAR(c.launch_us, nccl.launch_us * 1980.0 / 1410.0, 1e-12);
+    EXPECT_NEAR(c.step_us, nccl.step_us * 1980.0 / 1410.0, 1e-12);
+    EXPECT_EQ(c.network_step_us, nccl.network_step_us);
+    EXPECT_EQ(h100.cost(CollectiveAlgorithm::Ring, p).launch_us, nccl.launch_us);
+  }
+}
+
+TEST(TunerOnOneNode, Ll128RunsAtTheMeasuredRateWhereOneIsGiven) {
+  // A100: 178 GB/s of bus bandwidth over its 16 channels; H100: the links alone.
+  const models::Tuner a100 = tuner_for("dgx-a100", false), h100 = tuner_for("dgx-h100", false);
+  EXPECT_NEAR(a100.channel_rate(CollectiveProtocol::LL128) * 16, 178e9, 1e-3);
+  EXPECT_EQ(h100.channel_rate(CollectiveProtocol::LL128), 0.0);
+  const double t = a100.predict(CollectiveOp::AllReduce, 256 * MiB, world(1), CollectiveAlgorithm::Ring,
+                                CollectiveProtocol::LL128);
+  EXPECT_GE(t, 2.0 * 7 / 8 * 256 * MiB / 178e9);
 }
 
 }  // namespace

@@ -38,11 +38,16 @@ const Curve kH100{
       "bandwidth against 179 from 2 to 4 MiB); the engine fills NVLS's pipeline with one chunk per "
       "channel, where NCCL's cost model (and this point) implies a whole loop of all channels"}}};
 const Curve kA100{
-    "dgx-a100", "nccl_allreduce_a100_8gpu.csv", 1024, 8ull << 30,
-    {{1024, 512ull << 20,
-      "the Azure ND A100 v4 run has a 42 us floor at small sizes (3x NCCL's documented ring/LL "
-      "latency of 15 us, and 3x the DGX H100 run's 13 us) and approaches its asymptote far more "
-      "slowly than NCCL's cost model: the environment adds latency the model has no source for"}}};
+    "dgx-a100", "nccl_allreduce_a100_8gpu.csv", 8, 4ull << 30,
+    {{32768, 65536,
+      "tree/LL at 32-64 KiB: the measured time steps up from 26 to 30-32 us at 32 KiB, where "
+      "NCCL's tree latency (baseLat + hwLat per level) is flat; the step is not in NCCL's cost "
+      "model either"},
+     {2ull << 20, 32ull << 20,
+      "mid sizes: each channel's step moves one chunk (S / (channels x ranks)) and waits for its "
+      "handshake before the next, so NCCL's per-step latency is not hidden until the chunks are "
+      "large; the engine shares the links among all ready chunks and hides it, and its tuner "
+      "takes Simple from 16 MiB where the measured curve still runs at LL128's rate"}}};
 
 struct Band {
   const char* name;
