@@ -14,6 +14,8 @@
 #include <set>
 #include <sstream>
 
+#include "workloads/limits.h"
+
 // The shipped platforms are read from the source tree unless $TESSERA_PLATFORMS names another
 // folder (platforms/CMakeLists.txt sets this).
 #ifndef TESSERA_PLATFORM_DIR
@@ -352,11 +354,9 @@ std::vector<std::string> children(const std::string& section) {
 std::string builtin_directory() { return TESSERA_PLATFORM_DIR; }
 
 YAML::Node parse_file(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec))
-    throw PlatformFileError(path, 0, "", "cannot read (it is a directory)");
+  const std::string problem = limits::input_file_problem(path);
+  if (!problem.empty()) throw PlatformFileError(path, 0, "", problem);
   std::ifstream in(path);
-  if (!in) throw PlatformFileError(path, 0, "", std::string("cannot read (") + std::strerror(errno) + ")");
   std::ostringstream text;
   text << in.rdbuf();
   try {

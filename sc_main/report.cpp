@@ -6,6 +6,8 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "sc_main/output_file.h"
+
 namespace tessera::app {
 
 using nlohmann::ordered_json;
@@ -218,21 +220,7 @@ ordered_json trace_json(const platforms::PlatformConfig& platform, const workloa
 }
 
 void write_json_file(const std::string& path, const ordered_json& json) {
-  // Written beside the target and renamed, so a failed write never leaves a partial result.
-  const std::string partial = path + ".partial";
-  {
-    std::ofstream out(partial);
-    if (!out) throw std::runtime_error(path + ": cannot write");
-    out << json.dump(1) << "\n";
-    if (!out) {
-      std::remove(partial.c_str());
-      throw std::runtime_error(path + ": cannot write");
-    }
-  }
-  if (std::rename(partial.c_str(), path.c_str()) != 0) {
-    std::remove(partial.c_str());
-    throw std::runtime_error(path + ": cannot write");
-  }
+  write_output(path, json.dump(1) + "\n");
 }
 
 }  // namespace tessera::app

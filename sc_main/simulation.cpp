@@ -12,6 +12,7 @@
 #include "models/gpu/program_graph.h"
 #include "tlm/payload_pool.h"
 #include "tlm/sockets.h"
+#include "tlm/time_span.h"
 
 namespace tessera::app {
 namespace {
@@ -101,7 +102,12 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
   if (options.trace)  // (flow fidelity keeps no per-bucket link activity)
     for (const auto& link : platform.links()) link->record_activity(bucket);
 
-  sc_core::sc_start();
+  try {
+    sc_core::sc_start();
+  } catch (const sc_core::sc_report&) {
+    protocol::rethrow_time_span_error();  // a number beyond the time span: bad input
+    throw;
+  }
 
   SimulationResult result;
   result.fidelity = options.fidelity;

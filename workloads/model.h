@@ -120,6 +120,12 @@ struct OptionInfo {
 const std::vector<OptionInfo>& model_override_options();
 // Checks sizes; throws InputError naming the values.
 void validate_model(const ModelSpec& model);
+// The first problem of a model: its key ("heads") and what is wrong; nullopt when there is none.
+struct ModelProblem {
+  std::string key;
+  std::string problem;
+};
+std::optional<ModelProblem> model_problem(const ModelSpec& model);
 
 // Parameter counts of the whole model (embedding counted once when tied).
 double total_parameters(const ModelSpec& model);

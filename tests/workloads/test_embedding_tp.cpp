@@ -231,7 +231,7 @@ TEST(EmbeddingTp, ImpossibleValuesNameThem) {
             "split, got embedding.tp 2");
   Strategy s;
   EXPECT_EQ(error_of([&] { set_strategy_option(s, "embedding-tp", "0"); }),
-            "--embedding-tp expects an integer >= 1, got '0'");
+            "--embedding-tp expects an integer in [1, 65536], got '0'");
 }
 
 TEST(EmbeddingTp, StrategyTreeInYaml) {
@@ -243,7 +243,7 @@ TEST(EmbeddingTp, StrategyTreeInYaml) {
   EXPECT_EQ(s.embedding_tp, 2);
   std::ofstream(path) << "tp: 4\nembedding:\n  tp: two\n";
   EXPECT_EQ(error_of([&] { apply_strategy_file(s, path); }),
-            path + ":3: key 'embedding.tp': --embedding-tp expects an integer, got 'two'");
+            path + ":3: key 'embedding.tp': --embedding-tp expects an integer in [1, 65536], got 'two'");
   std::ofstream(path) << "embedding: {tpp: 2}\n";
   EXPECT_EQ(error_of([&] { apply_strategy_file(s, path); }),
             path + ":1: key 'embedding.tpp': unknown strategy option 'embedding.tpp'");
