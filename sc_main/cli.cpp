@@ -28,6 +28,7 @@
 #include "sc_main/platform_options.h"
 #include "sc_main/report.h"
 #include "sc_main/simulation.h"
+#include "sc_main/watchdog.h"
 #include "tlm/sockets.h"
 #include "tlm/time_span.h"
 #include "workloads/workload.h"
@@ -74,6 +75,7 @@ struct RunSettings {
   int64_t gpus_per_node = 0;
   double trace_bucket_us = 10.0;
   bool quiet = false;
+  WatchdogSettings watchdog;
 };
 
 po::options_description run_options(RunSettings& s) {
@@ -113,7 +115,7 @@ po::options_description run_options(RunSettings& s) {
       ("collective-protocol", po::value(&s.collective_protocol)->default_value("auto"), "simple, ll, ll128 or auto")
       ("gpus-per-node", po::value(&s.gpus_per_node), "GPUs per node for hierarchical and tree collectives (default: all)");
   po::options_description all("tessera run [options]");
-  all.add(general).add(platform).add(workload).add(compute_options(s.compute)).add(sim);
+  all.add(general).add(platform).add(workload).add(compute_options(s.compute)).add(sim).add(watchdog_options(s.watchdog));
   return all;
 }
 
@@ -199,6 +201,7 @@ std::vector<std::string> model_option_names() {
 
 void check_run_settings(const RunSettings& s, const po::variables_map& vm) {
   check_option("--chunk-kib", double(s.chunk_kib), limits::integers(1, limits::kMaxChunkKib));
+  check_watchdog_settings(s.watchdog);
   check_option("--trace-bucket-us", s.trace_bucket_us, limits::Range{kMinTraceBucketUs, kMaxTraceBucketUs});
   if (vm.count("gpus-per-node"))
     check_option("--gpus-per-node", double(s.gpus_per_node), limits::integers(1, limits::kMaxGpusPerNode));
@@ -301,7 +304,10 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
   std::string compute_note;
   options.kernel_timer = make_kernel_timer(s.compute, platform, load_framework_option(s.compute), &compute_note);
   if (!compute_note.empty() && !s.quiet) err << "tessera: note: " << compute_note << "\n";
-  SimulationResult result = simulate(platform, job, options);
+  const SimulationResult result = [&] {
+    const Watchdog watchdog(s.watchdog);
+    return simulate(platform, job, options);
+  }();
   if (result.deadlocked) {
     err << "tessera: error: " << describe_deadlock(result) << "\n";
     return kDeadlock;

@@ -18,6 +18,7 @@
 #include "sc_main/output_file.h"
 #include "sc_main/platform_options.h"
 #include "sc_main/report.h"
+#include "sc_main/watchdog.h"
 
 namespace po = boost::program_options;
 
@@ -173,9 +174,12 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
       ("svg", po::value(&svg), "with --compare: plot simulated and measured busbw to FILE")
       ("title", po::value(&title), "plot title");
   desc.add(platform_options(platform_settings));
+  WatchdogSettings watchdog;
+  desc.add(watchdog_options(watchdog));
   po::variables_map vm;
   if (!parse_command_options(args, desc, out, vm)) return kOk;
   check_output_paths({{"--report", report}, {"--svg", svg}});
+  check_watchdog_settings(watchdog);
   if (!compare.empty()) require_input_file(compare, "--compare");
   SweepSettings s;
   s.op = op;
@@ -226,7 +230,10 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
     }
   }
 
-  const std::vector<SweepRow> rows = run_sweep(platform, s);
+  const std::vector<SweepRow> rows = [&] {
+    const Watchdog guard(watchdog);
+    return run_sweep(platform, s);
+  }();
 
   auto measured_at = [&](uint64_t size) -> double {
     for (const auto& p : measured.points)

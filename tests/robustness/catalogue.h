@@ -235,6 +235,11 @@ inline const std::vector<Case>& catalogue() {
       {"JobSyntaxError", "run --job job.yaml", 2, "job.yaml:", {{"job.yaml", "ranks: [\n"}}},
       {"JobRanksNotMatchingPlatform", "run --job job.yaml --nodes 1 --gpus 4", 2, "the job has 2 ranks but the platform has 4 GPUs",
        {{"job.yaml", TWO_RANK_JOB("{kind: allreduce, communicator: world, bytes: 1024}")}}},
+      {"RunPastItsWallLimit", "run --platform dgx-a100 --nodes 8 --dp 64 --global-batch 64 --max-wall-s 0.5 -q", 5,
+       "the run stopped: wall-clock time (s)"},
+      {"RunPastItsMemoryLimit", "run --max-memory-gib 0.001 -q", 5, "beyond --max-memory-gib 0.001"},
+      {"WallLimitNegative", "run --max-wall-s -1", 2, "--max-wall-s: must be a number in [0, 1000000000], got -1"},
+      {"MemoryLimitNan", "collective --max-memory-gib nan", 2, "--max-memory-gib: must be a number in [0, 1048576], got nan"},
       // --- collective -----------------------------------------------------------------------
       {"CollectiveUnknownOp", "collective --op allreduse", 2, "--op: unknown collective 'allreduse'"},
       {"CollectiveMaxBelowMin", "collective -b 1M -e 1K", 2, "--max-bytes is smaller than --min-bytes"},
