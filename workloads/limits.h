@@ -16,8 +16,9 @@ constexpr double kMaxSimulatedS = 18446744.073709551615;
 // One latency or overhead: at most a second, so a run holds at least 1.8e7 of them in a row.
 constexpr double kMaxDelayS = 1.0;
 
-// The largest platform: every GPU is a SystemC module hierarchy of about 1 MiB with its ports
-// and queues, so 65,536 GPUs is the most one machine's memory builds (docs/limits.md).
+// The largest platform accepted: 65,536 GPUs, at most 1,024 in a node. Memory is the practical
+// limit below it (4,096 GPUs take about 4 GiB, growing faster than linearly with the routes);
+// --max-memory-gib stops a run that outgrows the machine (docs/limits.md).
 constexpr int64_t kMaxGpus = 65536;
 constexpr int64_t kMaxGpusPerNode = 1024;
 
