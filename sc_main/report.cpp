@@ -106,6 +106,7 @@ ordered_json report_json(const platforms::PlatformConfig& platform, const worklo
   }
   j["links"] = links;
   j["simulation"] = {{"fidelity", platforms::fidelity_name(r.fidelity)},
+                     {"iterations", r.iterations},
                      {"fabric_transactions", r.transactions},
                      {"flows", r.flows}};
   return j;
@@ -119,7 +120,8 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
   out << "tessera: " << job.info.model << " on " << platform.name << " (" << platform.gpu_count()
       << " x " << platform.gpu.name << ")"
       << (r.fidelity == platforms::Fidelity::Flow ? ", flow fidelity" : "") << "\n";
-  out << "  iteration time        " << format("%.3f ms", it * 1e3) << "\n";
+  out << "  iteration time        " << format("%.3f ms", it * 1e3)
+      << (r.iterations > 1 ? " (the mean of " + std::to_string(r.iterations) + " iterations)" : "") << "\n";
   const double samples = it > 0 ? double(job.info.global_batch) / it : 0;
   out << "  throughput            " << format("%.1f samples/s", samples) << ", "
       << format("%.0f tokens/s", samples * double(job.info.seq_length)) << "\n";

@@ -238,6 +238,8 @@ inline const std::vector<Case>& catalogue() {
       {"RunPastItsWallLimit", "run --platform dgx-a100 --nodes 8 --dp 64 --global-batch 64 --max-wall-s 0.5 -q", 5,
        "the run stopped: wall-clock time (s)"},
       {"RunPastItsMemoryLimit", "run --max-memory-gib 0.001 -q", 5, "beyond --max-memory-gib 0.001"},
+      {"IterationsZero", "run --iterations 0", 2, "--iterations: must be an integer in [1, 1000000], got 0"},
+      {"IterationsBeyondLimit", "run --iterations 10000000", 2, "--iterations: must be an integer in [1, 1000000], got 10000000"},
       {"WallLimitNegative", "run --max-wall-s -1", 2, "--max-wall-s: must be a number in [0, 1000000000], got -1"},
       {"MemoryLimitNan", "collective --max-memory-gib nan", 2, "--max-memory-gib: must be a number in [0, 1048576], got nan"},
       // --- collective -----------------------------------------------------------------------

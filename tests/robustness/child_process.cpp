@@ -47,15 +47,17 @@ Outcome run_child(const std::string& program, const std::vector<std::string>& ar
   Outcome outcome;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(limits.wall_s);
   int raw = 0;
-  while (waitpid(pid, &raw, WNOHANG) == 0) {
+  rusage usage{};
+  while (wait4(pid, &raw, WNOHANG, &usage) == 0) {
     if (std::chrono::steady_clock::now() > deadline) {
       outcome.timed_out = true;
       kill(pid, SIGKILL);
-      waitpid(pid, &raw, 0);
+      wait4(pid, &raw, 0, &usage);
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  outcome.max_rss_kib = usage.ru_maxrss;
   if (WIFEXITED(raw)) outcome.status = WEXITSTATUS(raw);
   if (WIFSIGNALED(raw)) outcome.signal = WTERMSIG(raw);
   outcome.out = slurp(out);

@@ -16,6 +16,7 @@ struct Outcome {
   int status = -1;         // the exit status; -1 when killed by a signal
   int signal = 0;          // the signal that ended it, 0 for a normal exit
   bool timed_out = false;  // killed at the wall-clock limit
+  long max_rss_kib = 0;    // peak resident memory
   std::string out, err;
 };
 
