@@ -487,7 +487,8 @@ void read_gpu(PlatformConfig& c, const YAML::Node& node, int line, Reader& r) {
   for (auto it = node.begin(); it != node.end(); ++it)
     if (it->first.IsScalar() && canonical(it->first.Scalar()) == "base") {
       const int base_line = line_of(it->first);
-      const Value v{it->second, "gpu.base", r, base_line};
+      const YAML::Node value = it->second;  // a copy: it->second is a member of a temporary
+      const Value v{value, "gpu.base", r, base_line};
       record(r, "gpu.base", base_line);
       base = v.string();
       c.gpu = gpu_by_name(*base, v, r);
@@ -532,7 +533,8 @@ void read_links(PlatformConfig& c, const YAML::Node& node, int line, Reader& r) 
       const std::string name = canonical(it->first.Scalar());
       const int key_line = line_of(it->first);
       const std::string path = key + "." + name;
-      const Value v{it->second, path, r, key_line};
+      const YAML::Node value = it->second;  // a copy: it->second is a member of a temporary
+      const Value v{value, path, r, key_line};
       const auto [first, fresh] = seen.emplace(name, key_line);
       if (!fresh) v.fail("duplicate key (first given at line " + std::to_string(first->second) + ")");
       if (it->second.IsNull()) v.fail("has no value");

@@ -204,7 +204,7 @@ workloads::Job load_job_file(const std::string& path) {
                                              : (kind == "compute" || kind == "copy" ? "compute" : "comm");
       auto s = streams.find(stream);
       if (s == streams.end()) {
-        if (root["streams"]) in.fail(o["stream"], ok + ".stream", "unknown stream '" + stream + "'");
+        if (root["streams"]) in.fail(o["stream"] ? o["stream"] : o, ok + ".stream", "unknown stream '" + stream + "'");
         s = streams.emplace(stream, static_cast<uint16_t>(job.stream_names.size())).first;
         job.stream_names.push_back(stream);
       }

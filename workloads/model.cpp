@@ -71,25 +71,32 @@ GenericLayer parse_generic_layer(const YAML::Node& node, const std::string& file
   return layer;
 }
 
-// Flattens the strategy section: nested maps become dotted keys ("embedding.tp"), sequences
-// become comma lists ("stage-layers: [3, 4]" -> "3,4").
+}  // namespace
+
 void flatten_strategy(const YAML::Node& node, const std::string& prefix, const std::string& file,
                       std::vector<StrategySetting>& out) {
   if (!node.IsMap()) throw InputError(where(file, node) + ": strategy must be a mapping");
   for (auto it = node.begin(); it != node.end(); ++it) {
     const std::string key = prefix + canonical_key(it->first.as<std::string>());
-    const YAML::Node& value = it->second;
+    const YAML::Node value = it->second;  // a copy: it->second is a member of a temporary
     if (value.IsMap()) {
       flatten_strategy(value, key + ".", file, out);
     } else if (value.IsSequence()) {
       std::string list;
-      for (const auto& item : value) list += (list.empty() ? "" : ",") + item.as<std::string>();
+      for (const YAML::Node& item : value) {
+        if (!item.IsScalar())
+          throw InputError(where(file, item) + ": key '" + key + "': expected a list of values, got a nested " +
+                           (item.IsMap() ? "mapping" : "list"));
+        list += (list.empty() ? "" : ",") + item.Scalar();
+      }
       out.push_back({key, list, where(file, it->first)});
     } else {
       out.push_back({key, value.IsNull() ? "" : value.Scalar(), where(file, it->first)});
     }
   }
 }
+
+namespace {
 
 bool looks_like_path(const std::string& s) {
   auto ends_with = [&](const char* suffix) {

@@ -245,28 +245,10 @@ Strategy default_strategy(const ModelSpec& model, const Framework* framework) {
 }
 
 void apply_strategy_file(Strategy& s, const std::string& path) {
-  // Reuse the model parser's flattening by wrapping the file as a model's strategy section.
   const YAML::Node root = parse_yaml(read_text_file(path), path);
   if (!root.IsMap()) throw InputError(path + ": a strategy file must be a mapping");
   std::vector<StrategySetting> settings;
-  std::function<void(const YAML::Node&, const std::string&)> flatten =
-      [&](const YAML::Node& node, const std::string& prefix) {
-        for (auto it = node.begin(); it != node.end(); ++it) {
-          const std::string key = prefix + canonical_key(it->first.as<std::string>());
-          if (it->second.IsMap()) {
-            flatten(it->second, key + ".");
-          } else if (it->second.IsSequence()) {
-            std::string list;
-            for (const auto& item : it->second)
-              list += (list.empty() ? "" : ",") + item.as<std::string>();
-            settings.push_back({key, list, where(path, it->first)});
-          } else {
-            settings.push_back(
-                {key, it->second.IsNull() ? "" : it->second.Scalar(), where(path, it->first)});
-          }
-        }
-      };
-  flatten(root, "");
+  flatten_strategy(root, "", path, settings);
   apply_settings(s, settings);
 }
 

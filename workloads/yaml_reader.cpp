@@ -132,7 +132,10 @@ void reject_duplicate_keys(const YAML::Node& node, const std::string& file, cons
   if (!node.IsMap()) return;
   std::map<std::string, int> seen;
   for (auto it = node.begin(); it != node.end(); ++it) {
-    const std::string key = it->first.IsScalar() ? it->first.Scalar() : "?";
+    if (!it->first.IsScalar())
+      throw InputError(workloads::where(file, it->first) + ": a key must be a plain name, got a " +
+                       (it->first.IsMap() ? "mapping" : "list") + (path.empty() ? "" : " in '" + path + "'"));
+    const std::string key = it->first.Scalar();
     const std::string dotted = path.empty() ? key : path + "." + key;
     const auto [first, fresh] = seen.emplace(canonical_key(key), it->first.Mark().line + 1);
     if (!fresh)

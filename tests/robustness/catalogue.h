@@ -242,6 +242,15 @@ inline const std::vector<Case>& catalogue() {
       {"IterationsBeyondLimit", "run --iterations 10000000", 2, "--iterations: must be an integer in [1, 1000000], got 10000000"},
       {"WallLimitNegative", "run --max-wall-s -1", 2, "--max-wall-s: must be a number in [0, 1000000000], got -1"},
       {"MemoryLimitNan", "collective --max-memory-gib nan", 2, "--max-memory-gib: must be a number in [0, 1048576], got nan"},
+      // --- found by fuzzing (tests/fuzz) ----------------------------------------------------
+      {"JobStreamsWithoutTheDefault", "run --job job.yaml", 2, "job.yaml:3: key 'ranks[0].ops[0].stream': unknown stream 'compute'",
+       {{"job.yaml", "streams: [main]\nranks:\n  - ops: [{kind: compute, flops: 1}]\n"}}},
+      {"ModelKeyIsAList", "run --model m.yaml", 2, "m.yaml:1: a key must be a plain name, got a list",
+       {{"m.yaml", "? [layers, hidden]\n: 2\n"}}},
+      {"StrategyKeyIsAMapping", "run --strategy s.yaml", 2, "s.yaml:1: a key must be a plain name, got a mapping",
+       {{"s.yaml", "? {tp: 2}\n: 1\n"}}},
+      {"StrategyNestedList", "run --strategy s.yaml", 2, "s.yaml:1: key 'stage-layers': expected a list of values, got a nested list",
+       {{"s.yaml", "stage-layers: [3, [3], 3]\n"}}},
       // --- collective -----------------------------------------------------------------------
       {"CollectiveUnknownOp", "collective --op allreduse", 2, "--op: unknown collective 'allreduse'"},
       {"CollectiveMaxBelowMin", "collective -b 1M -e 1K", 2, "--max-bytes is smaller than --min-bytes"},
