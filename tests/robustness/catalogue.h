@@ -293,7 +293,7 @@ inline const std::vector<Case>& catalogue() {
       {"ComputeMeasuredMissing", "compute --gpu H100-SXM5-80GB --measured none.csv", 2, "none.csv"},
       {"ComputeMeasuredBadRow", "compute --gpu H100-SXM5-80GB --measured m.csv", 2, "m.csv:2",
        {{"m.csv", "gpu,kind,dtype,m,n,k,value,unit,source\nH100-SXM5-80GB,gemm,fp16,x,8,8,1,TFLOP/s,me\n"}}},
-      {"ComputeMeasuredDevZero", "compute --gpu H100-SXM5-80GB --measured /dev/zero", 2, "/dev/zero"},
+      {"ComputeMeasuredDevZero", "compute --gpu H100-SXM5-80GB --measured /dev/zero", 2, "--measured /dev/zero: cannot read (not a regular file)"},
       // --- frameworks -------------------------------------------------------------------------
       {"FrameworkUnknown", "run --framework tensorflow", 2, "--framework"},
       {"FrameworkFileDuplicate", "run --framework f.yaml", 2, "f.yaml:2: key 'name': duplicate key",

@@ -44,7 +44,9 @@ TEST(LongRun, TenThousandIterationsAtFlatMemory) {
   std::ofstream(folder + "/job.yaml") << small_job();
   const LongRunResult few = run_iterations(folder, 100);
   const LongRunResult many = run_iterations(folder, 10000);
+#if !defined(__SANITIZE_ADDRESS__)  // ASan's quarantine holds freed memory back
   EXPECT_LT(many.max_rss_kib, few.max_rss_kib + 4096) << "memory grows with iterations";
+#endif
   EXPECT_NEAR(many.iteration_time_s, few.iteration_time_s, 0.01 * few.iteration_time_s);
 }
 

@@ -136,7 +136,8 @@ TEST(EmbeddingTp, CollectivesWithSequenceParallelism) {
     if (op.kind != OpKind::Collective) continue;
     EXPECT_TRUE(name.rfind("embedding.", 0) != 0 && name.rfind("output.", 0) != 0) << name;
   }
-  const Op& replica = only(ops_by_name(one), "embedding_replica_grads.allreduce");
+  const auto one_ops = ops_by_name(one);  // `only` returns a reference into it
+  const Op& replica = only(one_ops, "embedding_replica_grads.allreduce");
   EXPECT_EQ(replica.message_bytes, uint64_t(V * H * 4));
   EXPECT_EQ(members(one, 0, replica.slot), (std::vector<int>{0, 1, 2, 3}));
 }
