@@ -6,7 +6,12 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 TESSERA := $(BUILD)/sc_main/tessera
 
-.PHONY: all deps configure build run test bench clean
+.PHONY: all deps configure build run test bench clean fuzz test-sanitize
+
+# Sanitized builds live apart from the Release build.
+SANITIZE_BUILD ?= build-sanitize
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 
 all: build
 
@@ -30,5 +35,17 @@ bench: build
 	$(BUILD)/tests/bench/tessera_bench
 	$(BUILD)/tests/workloads/tessera_bench_compile
 
+# Every test with AddressSanitizer and UndefinedBehaviorSanitizer (not part of make test).
+test-sanitize: deps
+	@cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_SANITIZE=ON >/dev/null
+	@cmake --build $(SANITIZE_BUILD) -j $(JOBS)
+	cd $(SANITIZE_BUILD) && ASAN_OPTIONS=detect_leaks=0:detect_stack_use_after_return=0 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
+
+# Each input reader under libFuzzer for FUZZ_SECONDS, from seeds of the shipped files.
+fuzz:
+	@tools/install-deps.sh fuzz
+	@tools/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(JOBS)
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(SANITIZE_BUILD) $(FUZZ_BUILD)

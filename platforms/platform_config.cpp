@@ -1,5 +1,7 @@
 #include "platforms/platform_config.h"
 
+#include "workloads/limits.h"
+
 #include <cctype>
 #include <cmath>
 #include <deque>
@@ -33,34 +35,35 @@ constexpr TopologySpelling kTopologies[] = {
     {Topology::LinkList, "links"},
 };
 
-std::string number(double v) {
-  std::string s = std::to_string(v);
-  if (s.find('.') != std::string::npos) {
-    while (!s.empty() && s.back() == '0') s.pop_back();
-    if (!s.empty() && s.back() == '.') s.pop_back();
-  }
-  return s;
-}
+std::string number(double v) { return limits::shown(v); }
 
 [[noreturn]] void fail(const std::string& key, const std::string& message) {
   throw PlatformError(key, message);
 }
 
-void positive(double v, const std::string& key) {
-  if (!(v > 0) || !std::isfinite(v)) fail(key, "must be positive, got " + number(v));
+void in_range(double v, const std::string& key, const limits::Range& range) {
+  const std::string problem = limits::problem(v, range);
+  if (!problem.empty()) fail(key, problem);
 }
 
-void non_negative(double v, const std::string& key) {
-  if (!(v >= 0) || !std::isfinite(v)) fail(key, "must not be negative, got " + number(v));
-}
+// The ranges of docs/limits.md: a rate from 1 MB/s (a 128 KiB chunk in 0.13 s) to 1 PB/s, a
+// latency up to a second, an amount of memory up to 1 PiB.
+const limits::Range kRate{1e-3, 1e6};
+const limits::Range kLatencyNs = limits::non_negative(limits::kMaxDelayS * 1e9);
+const limits::Range kGib = limits::positive(1024.0 * 1024.0);
+const limits::Range kBufferBytes = limits::positive(limits::kMaxOpBytes);
+const limits::Range kCount = limits::integers(1, limits::kMaxGpusPerNode);
+
+void rate(double v, const std::string& key) { in_range(v, key, kRate); }
+void latency_ns(double v, const std::string& key) { in_range(v, key, kLatencyNs); }
 
 void fraction(double v, const std::string& key) {
   if (!(v > 0) || v > 1) fail(key, "must be a fraction in (0, 1], got " + number(v));
 }
 
 void check_link(const LinkSpec& link, const std::string& key) {
-  positive(link.bandwidth_gb_per_s, key + ".bandwidth_gb_per_s");
-  non_negative(link.latency_ns, key + ".latency_ns");
+  rate(link.bandwidth_gb_per_s, key + ".bandwidth_gb_per_s");
+  latency_ns(link.latency_ns, key + ".latency_ns");
 }
 
 // "node<N>.nic<K>" -> (N, K); false if the name has another shape.
@@ -104,8 +107,8 @@ void check_link_list(const PlatformConfig& c) {
   for (size_t i = 0; i < net.links.size(); ++i) {
     const ExplicitLink& l = net.links[i];
     const std::string key = "network.links[" + std::to_string(i) + "]";
-    positive(l.bandwidth_gb_per_s, key + ".bandwidth_gb_per_s");
-    non_negative(l.latency_ns, key + ".latency_ns");
+    rate(l.bandwidth_gb_per_s, key + ".bandwidth_gb_per_s");
+    latency_ns(l.latency_ns, key + ".latency_ns");
     for (const auto& [end, field] : {std::pair{l.from, "from"}, std::pair{l.to, "to"}}) {
       long n = 0, k = 0;
       if (switches.count(end)) continue;
@@ -161,8 +164,8 @@ void check_network(const PlatformConfig& c) {
                                 " connects the nodes' NICs, but the node has none");
   }
   if (net.topology != Topology::LinkList) check_link(net.link, "network.link");
-  non_negative(net.switch_latency_ns, "network.switch_latency_ns");
-  positive(double(net.switch_buffer_bytes), "network.switch_buffer_bytes");
+  latency_ns(net.switch_latency_ns, "network.switch_latency_ns");
+  in_range(double(net.switch_buffer_bytes), "network.switch_buffer_bytes", kBufferBytes);
 
   switch (net.topology) {
     case Topology::FatTree:
@@ -170,11 +173,8 @@ void check_network(const PlatformConfig& c) {
     case Topology::NvlinkNetwork:
       if (net.tiers != 0 && net.tiers != 2 && net.tiers != 3)
         fail("network.tiers", "must be 2, 3 or 0 (the fewest that fit), got " + std::to_string(net.tiers));
-      if (net.radix < 2) fail("network.radix", "must be at least 2, got " + std::to_string(net.radix));
-      if (!(net.oversubscription >= 1) || !std::isfinite(net.oversubscription))
-        fail("network.oversubscription",
-             "must be at least 1 (down:up bandwidth at the leaves), got " +
-                 number(net.oversubscription));
+      in_range(net.radix, "network.radix", limits::integers(2, limits::kMaxGpus));
+      in_range(net.oversubscription, "network.oversubscription", limits::Range{1, 1024});
       break;
     case Topology::Torus: {
       if (net.torus_dims.size() != 2 && net.torus_dims.size() != 3)
@@ -183,8 +183,7 @@ void check_network(const PlatformConfig& c) {
       long product = 1;
       std::string shape;
       for (int d : net.torus_dims) {
-        if (d < 2) fail("network.torus_dims", "every dimension must be at least 2, got " +
-                                                  std::to_string(d));
+        in_range(d, "network.torus_dims", limits::integers(2, limits::kMaxGpus));
         product *= d;
         shape += (shape.empty() ? "" : "x") + std::to_string(d);
       }
@@ -195,15 +194,11 @@ void check_network(const PlatformConfig& c) {
       break;
     }
     case Topology::Dragonfly: {
-      if (net.dragonfly_groups < 2)
-        fail("network.dragonfly_groups",
-             "must be at least 2, got " + std::to_string(net.dragonfly_groups));
-      if (net.dragonfly_routers_per_group < 1)
-        fail("network.dragonfly_routers_per_group",
-             "must be at least 1, got " + std::to_string(net.dragonfly_routers_per_group));
-      if (net.dragonfly_global_links_per_router < 1)
-        fail("network.dragonfly_global_links_per_router",
-             "must be at least 1, got " + std::to_string(net.dragonfly_global_links_per_router));
+      in_range(net.dragonfly_groups, "network.dragonfly_groups", limits::integers(2, limits::kMaxGpus));
+      in_range(net.dragonfly_routers_per_group, "network.dragonfly_routers_per_group",
+               limits::integers(1, limits::kMaxGpus));
+      in_range(net.dragonfly_global_links_per_router, "network.dragonfly_global_links_per_router",
+               limits::integers(1, limits::kMaxGpus));
       const long routers = long(net.dragonfly_groups) * net.dragonfly_routers_per_group;
       if (c.nodes % routers != 0)
         fail("network.dragonfly_groups",
@@ -251,34 +246,54 @@ int PlatformConfig::nvlinks_to_switch(int s) const {
   return gpu.nvlink_ports / f.switches;
 }
 
+namespace {
+
+// The platform's size: within what tessera builds, and nodes joined by a network.
+void check_size(const PlatformConfig& c) {
+  in_range(c.nodes, "nodes", limits::integers(1, limits::kMaxGpus));
+  in_range(c.node.gpus, "node.gpus", kCount);
+  const int64_t gpus = int64_t(c.nodes) * c.node.gpus;
+  if (gpus > limits::kMaxGpus)
+    fail("nodes", std::to_string(c.nodes) + " nodes x " + std::to_string(c.node.gpus) + " GPUs = " +
+                      std::to_string(gpus) + " GPUs, more than the " + std::to_string(limits::kMaxGpus) +
+                      " tessera builds (docs/limits.md)");
+  if (c.nodes > 1 && c.network.topology == Topology::None)
+    fail("nodes", std::to_string(c.nodes) +
+                      " nodes, but network.topology is none: nodes reach each other only through "
+                      "a network (give one, or nodes: 1)");
+  in_range(c.node.nvlink.switches, "node.nvlink.switches", limits::integers(0, limits::kMaxGpusPerNode));
+  in_range(c.node.pcie.switches, "node.pcie.switches", kCount);
+  in_range(c.node.nics.count, "node.nics.count", limits::integers(0, limits::kMaxGpusPerNode));
+}
+
+}  // namespace
+
 void PlatformConfig::validate() const {
-  if (nodes < 1) fail("nodes", "must be at least 1, got " + std::to_string(nodes));
+  check_size(*this);
 
   // The GPU type.
   if (gpu.name.empty()) fail("gpu", "no GPU type: name one (gpu: H100-SXM5-80GB) or give a map");
   static const char* dtypes[] = {"fp32", "tf32", "fp16", "bf16", "fp8"};
   for (size_t i = 0; i < gpu.peak_tflops.size(); ++i)
-    positive(gpu.peak_tflops[i], std::string("gpu.peak_tflops.") + dtypes[i]);
+    rate(gpu.peak_tflops[i], std::string("gpu.peak_tflops.") + dtypes[i]);
   fraction(gpu.compute_efficiency, "gpu.compute_efficiency");
-  positive(gpu.hbm_capacity_gib, "gpu.hbm_capacity_gib");
-  positive(gpu.hbm_bandwidth_gbps, "gpu.hbm_bandwidth_gbps");
+  in_range(gpu.hbm_capacity_gib, "gpu.hbm_capacity_gib", kGib);
+  rate(gpu.hbm_bandwidth_gbps, "gpu.hbm_bandwidth_gbps");
   fraction(gpu.hbm_efficiency, "gpu.hbm_efficiency");
-  non_negative(gpu.kernel_overhead_us, "gpu.kernel_overhead_us");
-  non_negative(gpu.ll_max_bandwidth_gbps, "gpu.ll_max_bandwidth_gbps");
-  non_negative(gpu.boost_clock_mhz, "gpu.boost_clock_mhz");
-  non_negative(gpu.ll128_max_bandwidth_gbps, "gpu.ll128_max_bandwidth_gbps");
-  non_negative(gpu.ring_fill_chunks, "gpu.ring_fill_chunks");
+  in_range(gpu.kernel_overhead_us, "gpu.kernel_overhead_us", limits::non_negative(limits::kMaxDelayS * 1e6));
+  in_range(gpu.ll_max_bandwidth_gbps, "gpu.ll_max_bandwidth_gbps", limits::non_negative(kRate.hi));
+  in_range(gpu.ll128_max_bandwidth_gbps, "gpu.ll128_max_bandwidth_gbps", limits::non_negative(kRate.hi));
+  // 0 = NCCL's latencies as tabulated (no clock scaling); else an SM clock of at most 10 GHz.
+  in_range(gpu.boost_clock_mhz, "gpu.boost_clock_mhz", limits::non_negative(10000));
+  // Chunk times per ring pass: a handful at most (a pipeline deeper than 64 chunks is not a fill).
+  in_range(gpu.ring_fill_chunks, "gpu.ring_fill_chunks", limits::non_negative(64));
   if (gpu.sm_count < 1) fail("gpu.sm_count", "must be at least 1, got " + std::to_string(gpu.sm_count));
   if (gpu.nvlink_ports < 0)
     fail("gpu.nvlink_ports", "must not be negative, got " + std::to_string(gpu.nvlink_ports));
-  non_negative(gpu.nvlink_port_bandwidth_gbps, "gpu.nvlink_port_bandwidth_gbps");
-
-  if (node.gpus < 1) fail("node.gpus", "must be at least 1, got " + std::to_string(node.gpus));
+  in_range(gpu.nvlink_port_bandwidth_gbps, "gpu.nvlink_port_bandwidth_gbps", limits::non_negative(kRate.hi));
 
   // NVLink fabric.
   const NvlinkFabric& nv = node.nvlink;
-  if (nv.switches < 0)
-    fail("node.nvlink.switches", "must not be negative, got " + std::to_string(nv.switches));
   if (nv.switches == 0) {
     if (!nv.links_per_switch.empty())
       fail("node.nvlink.links_per_switch", "given, but node.nvlink.switches is 0 (no NVLink)");
@@ -313,13 +328,11 @@ void PlatformConfig::validate() const {
                  " has " + std::to_string(gpu.nvlink_ports) + " NVLink ports");
     }
     check_link(nv.link, "node.nvlink.link");
-    non_negative(nv.switch_latency_ns, "node.nvlink.switch_latency_ns");
+    latency_ns(nv.switch_latency_ns, "node.nvlink.switch_latency_ns");
   }
 
   // PCIe tree.
   const PcieTree& pcie = node.pcie;
-  if (pcie.switches < 1)
-    fail("node.pcie.switches", "must be at least 1, got " + std::to_string(pcie.switches));
   if (node.gpus % pcie.switches != 0)
     fail("node.pcie.switches", std::to_string(pcie.switches) +
                                    " PCIe switches do not divide the node's " +
@@ -330,23 +343,22 @@ void PlatformConfig::validate() const {
                                    std::to_string(node.nics.count) + " NICs evenly");
   check_link(pcie.link, "node.pcie.link");
   check_link(pcie.host_link, "node.pcie.host_link");
-  non_negative(pcie.switch_latency_ns, "node.pcie.switch_latency_ns");
-  non_negative(pcie.root_complex_latency_ns, "node.pcie.root_complex_latency_ns");
+  latency_ns(pcie.switch_latency_ns, "node.pcie.switch_latency_ns");
+  latency_ns(pcie.root_complex_latency_ns, "node.pcie.root_complex_latency_ns");
 
   // NICs.
   const NicSpec& nic = node.nics;
-  if (nic.count < 0) fail("node.nics.count", "must not be negative, got " + std::to_string(nic.count));
   if (nic.count > 0) {
-    positive(nic.line_rate_gbit_per_s, "node.nics.line_rate_gbit_per_s");
+    rate(nic.line_rate_gbit_per_s, "node.nics.line_rate_gbit_per_s");
     if (nic.mtu_bytes == 0) fail("node.nics.mtu_bytes", "must be positive, got 0");
-    non_negative(nic.message_overhead_ns, "node.nics.message_overhead_ns");
-    non_negative(nic.latency_ns, "node.nics.latency_ns");
+    latency_ns(nic.message_overhead_ns, "node.nics.message_overhead_ns");
+    latency_ns(nic.latency_ns, "node.nics.latency_ns");
   }
 
-  positive(node.host.memory_gib, "node.host.memory_gib");
-  positive(node.host.memory_bandwidth_gb_per_s, "node.host.memory_bandwidth_gb_per_s");
-  positive(double(gpu_buffer_bytes), "gpu_buffer_bytes");
-  positive(double(switch_buffer_bytes), "switch_buffer_bytes");
+  in_range(node.host.memory_gib, "node.host.memory_gib", kGib);
+  rate(node.host.memory_bandwidth_gb_per_s, "node.host.memory_bandwidth_gb_per_s");
+  in_range(double(gpu_buffer_bytes), "gpu_buffer_bytes", kBufferBytes);
+  in_range(double(switch_buffer_bytes), "switch_buffer_bytes", kBufferBytes);
 
   check_network(*this);
 }

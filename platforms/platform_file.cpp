@@ -14,6 +14,8 @@
 #include <set>
 #include <sstream>
 
+#include "workloads/limits.h"
+
 // The shipped platforms are read from the source tree unless $TESSERA_PLATFORMS names another
 // folder (platforms/CMakeLists.txt sets this).
 #ifndef TESSERA_PLATFORM_DIR
@@ -355,11 +357,9 @@ std::vector<std::string> children(const std::string& section) {
 std::string builtin_directory() { return TESSERA_PLATFORM_DIR; }
 
 YAML::Node parse_file(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec))
-    throw PlatformFileError(path, 0, "", "cannot read (it is a directory)");
+  const std::string problem = limits::input_file_problem(path);
+  if (!problem.empty()) throw PlatformFileError(path, 0, "", problem);
   std::ifstream in(path);
-  if (!in) throw PlatformFileError(path, 0, "", std::string("cannot read (") + std::strerror(errno) + ")");
   std::ostringstream text;
   text << in.rdbuf();
   try {
@@ -490,7 +490,8 @@ void read_gpu(PlatformConfig& c, const YAML::Node& node, int line, Reader& r) {
   for (auto it = node.begin(); it != node.end(); ++it)
     if (it->first.IsScalar() && canonical(it->first.Scalar()) == "base") {
       const int base_line = line_of(it->first);
-      const Value v{it->second, "gpu.base", r, base_line};
+      const YAML::Node value = it->second;  // a copy: it->second is a member of a temporary
+      const Value v{value, "gpu.base", r, base_line};
       record(r, "gpu.base", base_line);
       base = v.string();
       c.gpu = gpu_by_name(*base, v, r);
@@ -536,7 +537,8 @@ void read_links(PlatformConfig& c, const YAML::Node& node, int line, Reader& r) 
       const std::string name = canonical(it->first.Scalar());
       const int key_line = line_of(it->first);
       const std::string path = key + "." + name;
-      const Value v{it->second, path, r, key_line};
+      const YAML::Node value = it->second;  // a copy: it->second is a member of a temporary
+      const Value v{value, path, r, key_line};
       const auto [first, fresh] = seen.emplace(name, key_line);
       if (!fresh) v.fail("duplicate key (first given at line " + std::to_string(first->second) + ")");
       if (it->second.IsNull()) v.fail("has no value");

@@ -11,6 +11,7 @@
 #include "platforms/platform_file.h"
 #include "sc_main/cli.h"
 #include "sc_main/input_error.h"
+#include "sc_main/output_file.h"
 #include "sc_main/platform_options.h"
 #include "workloads/errors.h"
 
@@ -42,14 +43,19 @@ std::string known_gpus() {
   return names;
 }
 
+// A trace may be large (it is read as a stream), but it is a regular file: not a folder, not a
+// device that never ends.
+void require_kineto_trace(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw InputError("--kineto " + path + ": " + limits::input_file_problem(path));
+}
+
 void check_settings(const CalibrateSettings& s) {
   if (s.traces.empty()) throw InputError("--kineto: missing (at least one profiler trace)");
   if (s.out.empty()) throw InputError("--out: missing (the calibration file to write)");
-  std::filesystem::path dir = std::filesystem::path(s.out).parent_path();
-  std::error_code ec;
-  if (!dir.empty() && !std::filesystem::is_directory(dir, ec))
-    throw InputError("--out " + s.out + ": no directory " + dir.string());
-  if (std::filesystem::is_directory(s.out, ec)) throw InputError("--out " + s.out + ": a directory");
+  check_output_paths({{"--out", s.out}});
+  for (const std::string& trace : s.traces) require_kineto_trace(trace);
   if (s.gpu.empty()) return;
   const std::vector<std::string> known = platforms::list_gpus();
   if (std::find(known.begin(), known.end(), s.gpu) == known.end())
@@ -130,11 +136,13 @@ int command_calibrate(const std::vector<std::string>& args, std::ostream& out, s
                      "any; profile with record_shapes=True)");
   out << "#\n";
   print_table(out, got.table);
-  try {
-    got.table.save(s.out);
-  } catch (const workloads::InputError& e) {
-    throw InputError(std::string("--out ") + e.what());
-  }
+  write_output_with(s.out, [&](const std::string& temporary) {
+    try {
+      got.table.save(temporary);
+    } catch (const workloads::InputError& e) {
+      throw OutputError(s.out + ": cannot write (" + e.what() + ")");
+    }
+  });
   out << "# wrote " << s.out << ": " << got.table.kernels().size() << " kernels\n";
   return kOk;
 }

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -23,10 +24,13 @@
 #include "platforms/platform_file.h"
 #include "sc_main/describe_command.h"
 #include "sc_main/job_file.h"
+#include "sc_main/output_file.h"
 #include "sc_main/platform_options.h"
 #include "sc_main/report.h"
 #include "sc_main/simulation.h"
+#include "sc_main/watchdog.h"
 #include "tlm/sockets.h"
+#include "tlm/time_span.h"
 #include "workloads/workload.h"
 
 namespace po = boost::program_options;
@@ -55,6 +59,11 @@ const char* kUsage =
 
 // `--fidelity auto` simulates larger platforms in flow fidelity.
 constexpr int kPacketFidelityGpus = 64;
+// A link counter bucket of at least 100 ns (a 128 KiB chunk crosses
+// a 450 GB/s NVLink in 290 ns; finer buckets only cost memory, docs/limits.md).
+constexpr double kMinTraceBucketUs = 0.1, kMaxTraceBucketUs = 1e12;
+// Iterations of one run: a million iterations of a 10 ms step is 2.8 simulated hours.
+constexpr int64_t kMaxIterations = 1000000;
 
 struct RunSettings {
   std::string config, report, trace, job;
@@ -66,8 +75,10 @@ struct RunSettings {
   std::string collective_algorithm = "auto", collective_protocol = "auto";
   std::string fidelity = "auto";
   int64_t gpus_per_node = 0;
+  int64_t iterations = 1;
   double trace_bucket_us = 10.0;
   bool quiet = false;
+  WatchdogSettings watchdog;
 };
 
 po::options_description run_options(RunSettings& s) {
@@ -105,28 +116,12 @@ po::options_description run_options(RunSettings& s) {
       ("collective-algorithm", po::value(&s.collective_algorithm)->default_value("auto"),
        "ring, tree, direct, halving-doubling, hierarchical, nvls, collnet or auto (the tuner); used where it applies, an op's own algorithm wins")
       ("collective-protocol", po::value(&s.collective_protocol)->default_value("auto"), "simple, ll, ll128 or auto")
-      ("gpus-per-node", po::value(&s.gpus_per_node), "GPUs per node for hierarchical and tree collectives (default: all)");
+      ("gpus-per-node", po::value(&s.gpus_per_node), "GPUs per node for hierarchical and tree collectives (default: all)")
+      ("iterations", po::value(&s.iterations)->default_value(1),
+       "training iterations to simulate, one after another on every rank; times are reported as the mean of one");
   po::options_description all("tessera run [options]");
-  all.add(general).add(platform).add(workload).add(compute_options(s.compute)).add(sim);
+  all.add(general).add(platform).add(workload).add(compute_options(s.compute)).add(sim).add(watchdog_options(s.watchdog));
   return all;
-}
-
-// Fails before a long run, not after it, when an output file cannot be written.
-void check_writable(const std::string& path) {
-  std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  if (dir.empty()) dir = ".";
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec) || access(dir.c_str(), W_OK) != 0)
-    throw InputError(path + ": cannot write (no writable directory " + dir.string() + ")");
-  if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": cannot write (a directory)");
-}
-
-void require_readable_file(const std::string& path, const char* what) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw InputError(path + ": cannot read " + what + " (it is a directory)");
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot read " + what);
 }
 
 // Model and strategy values are text until the workload library reads them: check them here,
@@ -152,7 +147,7 @@ void check_workload_value(const std::string& key, const std::string& value,
 // Reads a config file of 'key = value' lines; names file, line and key on any problem.
 void read_config_file(const std::string& path, const po::options_description& desc,
                       po::variables_map& vm) {
-  require_readable_file(path, "config file");
+  require_input_file(path, "config file");
   std::ifstream in(path);
   std::string line;
   int number = 0;
@@ -201,6 +196,28 @@ void read_config_file(const std::string& path, const po::options_description& de
   }
 }
 
+// Options a job file's own programs leave nothing to do for.
+std::vector<std::string> model_option_names() {
+  std::vector<std::string> names{"model", "strategy", "allow-oom"};
+  for (const workloads::OptionInfo& o : workloads::model_override_options()) names.push_back(o.name);
+  for (const workloads::OptionInfo& o : workloads::strategy_options()) names.push_back(o.name);
+  return names;
+}
+
+void check_run_settings(const RunSettings& s, const po::variables_map& vm) {
+  check_option("--chunk-kib", double(s.chunk_kib), limits::integers(1, limits::kMaxChunkKib));
+  check_watchdog_settings(s.watchdog);
+  check_option("--iterations", double(s.iterations), limits::integers(1, kMaxIterations));
+  check_option("--trace-bucket-us", s.trace_bucket_us, limits::Range{kMinTraceBucketUs, kMaxTraceBucketUs});
+  if (vm.count("gpus-per-node"))
+    check_option("--gpus-per-node", double(s.gpus_per_node), limits::integers(1, limits::kMaxGpusPerNode));
+  if (s.job.empty()) return;
+  for (const std::string& name : model_option_names())
+    if (vm.count(name) && !vm[name].defaulted())
+      throw InputError("--" + name + ": does not apply to --job " + s.job +
+                       " (a job file holds its own per-rank programs; leave out the model and strategy options)");
+}
+
 struct Workload {
   workloads::Job job;
   std::vector<workloads::MemoryBreakdown> memory;  // per rank; empty for a job file
@@ -209,7 +226,7 @@ struct Workload {
 Workload build_workload(const RunSettings& s, const po::variables_map& vm,
                         const platforms::PlatformConfig& p) {
   if (!s.job.empty()) {
-    require_readable_file(s.job, "job file");
+    require_input_file(s.job, "job file");
     return {load_job_file(s.job), {}};
   }
   workloads::ModelSpec model = workloads::load_model(s.model);
@@ -220,7 +237,7 @@ Workload build_workload(const RunSettings& s, const po::variables_map& vm,
   const workloads::Framework framework = load_framework_option(s.compute);
   workloads::Strategy strategy = workloads::default_strategy(model, &framework);
   if (!s.strategy_file.empty()) {
-    require_readable_file(s.strategy_file, "strategy file");
+    require_input_file(s.strategy_file, "strategy file");
     workloads::apply_strategy_file(strategy, s.strategy_file);
   }
   for (const workloads::OptionInfo& o : workloads::strategy_options())
@@ -234,11 +251,7 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
   RunSettings s;
   po::options_description desc = run_options(s);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-  } catch (const po::error& e) {
-    throw InputError(e.what());
-  }
+  store_command_line(args, desc, vm);
   if (vm.count("help")) {
     out << desc << "\n";
     return kOk;
@@ -249,13 +262,11 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
   } catch (const po::error& e) {
     throw InputError(e.what());
   }
-  if (s.chunk_kib <= 0) throw InputError("--chunk-kib must be positive, got " + std::to_string(s.chunk_kib));
-  if (s.trace_bucket_us <= 0) throw InputError("--trace-bucket-us must be positive");
+  check_run_settings(s, vm);
+  check_output_paths({{"--report", s.report}, {"--trace", s.trace}});
 
   std::shared_ptr<const platforms::RoutedTopology> topology;
   platforms::PlatformConfig platform = build_platform(s.platform, &topology);
-  for (const std::string* output : {&s.report, &s.trace})
-    if (!output->empty()) check_writable(*output);
   Workload workload = build_workload(s, vm, platform);
   workloads::Job& job = workload.job;
   if (!s.job.empty() && vm.count("gpus") == 0 && vm.count("nodes") == 0 && platform.nodes == 1 &&
@@ -295,33 +306,50 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
   options.trace = !s.trace.empty();
   options.trace_bucket_us = s.trace_bucket_us;
   options.progress = true;
+  options.iterations = uint64_t(s.iterations);
   options.topology = topology;
   std::string compute_note;
   options.kernel_timer = make_kernel_timer(s.compute, platform, load_framework_option(s.compute), &compute_note);
   if (!compute_note.empty() && !s.quiet) err << "tessera: note: " << compute_note << "\n";
-  SimulationResult result = simulate(platform, job, options);
+  const SimulationResult result = [&] {
+    const Watchdog watchdog(s.watchdog);
+    return simulate(platform, job, options);
+  }();
   if (result.deadlocked) {
     err << "tessera: error: " << describe_deadlock(result) << "\n";
     return kDeadlock;
   }
-  try {
-    if (!s.report.empty()) write_json_file(s.report, report_json(platform, job, workload.memory, result));
-    if (!s.trace.empty()) write_json_file(s.trace, trace_json(platform, job, result, s.trace_bucket_us));
-  } catch (const std::runtime_error& e) {
-    throw InputError(e.what());
-  }
+  if (!s.report.empty()) write_json_file(s.report, report_json(platform, job, workload.memory, result));
+  if (!s.trace.empty()) write_json_file(s.trace, trace_json(platform, job, result, s.trace_bucket_us));
   if (!s.quiet) print_summary(out, platform, job, workload.memory, result);
   return kOk;
 }
 
-int command_models(std::ostream& out) {
+// A SystemC report's text on one line.
+std::string one_line(const char* text) {
+  std::string s = text != nullptr ? text : "";
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return s;
+}
+
+// A listing command takes no options but --help.
+bool listing_options(const char* usage, const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc(usage);
+  desc.add_options()("help,h", "this help");
+  po::variables_map vm;
+  return parse_command_options(args, desc, out, vm);
+}
+
+int command_models(const std::vector<std::string>& args, std::ostream& out) {
+  if (!listing_options("tessera models: the model zoo", args, out)) return kOk;
   for (const workloads::ZooEntry& m : workloads::list_models())
     out << "  " << m.name << std::string(m.name.size() < 14 ? 14 - m.name.size() : 1, ' ')
         << m.description << "\n";
   return kOk;
 }
 
-int command_platforms(std::ostream& out) {
+int command_platforms(const std::vector<std::string>& args, std::ostream& out) {
+  if (!listing_options("tessera platforms: the shipped platforms", args, out)) return kOk;
   for (const platforms::PlatformInfo& p : platforms::list_platforms())
     out << "  " << p.name << std::string(p.name.size() < 12 ? 12 - p.name.size() : 1, ' ') << p.description << "\n";
   return kOk;
@@ -349,9 +377,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (command == "validate") return command_validate(rest, out, err);
     if (command == "calibrate") return command_calibrate(rest, out, err);
     if (command == "compute") return command_compute(rest, out, err);
-    if (command == "platforms") return command_platforms(out);
+    if (command == "platforms") return command_platforms(rest, out);
     if (command == "describe") return command_describe(rest, out);
-    if (command == "models") return command_models(out);
+    if (command == "models") return command_models(rest, out);
     throw InputError("unknown command '" + command + "' (try 'tessera --help')");
   } catch (const InputError& e) {
     err << "tessera: error: " << e.what() << "\n";
@@ -362,8 +390,14 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   } catch (const workloads::OutOfMemoryError& e) {
     err << "tessera: error: " << e.what() << " (--allow-oom simulates anyway)\n";
     return kOutOfMemory;
+  } catch (const OutputError& e) {
+    err << "tessera: error: " << e.what() << "\n";
+    return kInternalError;
+  } catch (const protocol::TimeSpanError& e) {
+    err << "tessera: error: " << e.what() << "\n";
+    return kBadInput;
   } catch (const sc_core::sc_report& e) {
-    err << "tessera: internal error: " << e.what() << "\n";
+    err << "tessera: internal error: " << one_line(e.get_msg()) << " (in " << one_line(e.get_process_name()) << ")\n";
     return kInternalError;
   } catch (const std::invalid_argument& e) {
     err << "tessera: error: " << e.what() << "\n";

@@ -15,14 +15,19 @@
 #include "sc_main/cli.h"
 #include "platforms/platform.h"
 #include "sc_main/input_error.h"
+#include "sc_main/output_file.h"
 #include "sc_main/platform_options.h"
 #include "sc_main/report.h"
+#include "sc_main/watchdog.h"
 
 namespace po = boost::program_options;
 
 namespace tessera::app {
 
 namespace {
+
+// Rows of one sweep: each is one collective of every GPU, so thousands already take minutes.
+constexpr int kMaxSweepRows = 4096;
 
 // "16G", "512K", "8" -> bytes (K = 1024).
 uint64_t parse_size(const std::string& text, const char* option) {
@@ -40,9 +45,11 @@ uint64_t parse_size(const std::string& text, const char* option) {
   else if (suffix == "G" || suffix == "g" || suffix == "GiB") scale = 1024.0 * 1024 * 1024;
   else if (!suffix.empty() && suffix != "B")
     throw InputError(std::string("--") + option + ": unknown size suffix in '" + text + "' (K, M, G)");
-  if (!(value > 0) || value * scale > 1e15)
-    throw InputError(std::string("--") + option + " must be a positive size, got '" + text + "'");
-  return static_cast<uint64_t>(std::llround(value * scale));
+  const std::string problem =
+      limits::problem(value * scale, limits::Range{1, limits::kMaxOpBytes, false, true});
+  if (!problem.empty())
+    throw InputError(std::string("--") + option + " " + text + ": a size in bytes " + problem);
+  return static_cast<uint64_t>(value * scale);
 }
 
 workloads::CollectiveKind parse_op(const std::string& name) {
@@ -167,17 +174,26 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
       ("svg", po::value(&svg), "with --compare: plot simulated and measured busbw to FILE")
       ("title", po::value(&title), "plot title");
   desc.add(platform_options(platform_settings));
+  WatchdogSettings watchdog;
+  desc.add(watchdog_options(watchdog));
   po::variables_map vm;
   if (!parse_command_options(args, desc, out, vm)) return kOk;
+  check_output_paths({{"--report", report}, {"--svg", svg}});
+  check_watchdog_settings(watchdog);
+  if (!compare.empty()) require_input_file(compare, "--compare");
   SweepSettings s;
   s.op = op;
   parse_op(op);
   s.min_bytes = parse_size(min_text, "min-bytes");
   s.max_bytes = parse_size(max_text, "max-bytes");
   if (s.max_bytes < s.min_bytes) throw InputError("--max-bytes is smaller than --min-bytes");
-  if (!(factor > 1) || factor > 1024) throw InputError("--step-factor must be above 1, got " + std::to_string(factor));
+  check_option("--step-factor", factor, limits::Range{1, 1024, true});
   s.step_factor = factor;
-  if (chunk_kib <= 0) throw InputError("--chunk-kib must be positive");
+  const double sizes = std::floor(std::log(double(s.max_bytes) / double(s.min_bytes)) / std::log(factor)) + 1;
+  if (sizes > kMaxSweepRows)
+    throw InputError("--step-factor " + limits::shown(factor) + ": " + limits::shown(sizes) + " sizes from --min-bytes to --max-bytes, more than the " +
+                     std::to_string(kMaxSweepRows) + " a sweep may have");
+  check_option("--chunk-kib", double(chunk_kib), limits::integers(1, limits::kMaxChunkKib));
   s.options.chunk_bytes = uint64_t(chunk_kib) * 1024;
   if (!platforms::parse_fidelity(fidelity, s.options.fidelity))
     throw InputError("--fidelity: unknown fidelity '" + fidelity + "' (packet or flow)");
@@ -185,12 +201,13 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
     throw InputError("--algorithm: unknown algorithm '" + algorithm + "'");
   if (!models::parse_protocol(protocol, s.options.collectives.protocol))
     throw InputError("--protocol: unknown protocol '" + protocol + "'");
-  if (vm.count("channels") && (channels <= 0 || channels > 64)) throw InputError("--channels must be 1..64");
+  if (vm.count("channels")) check_option("--channels", double(channels), limits::integers(1, 64));
   s.options.collectives.channels = int(channels);
   const platforms::PlatformConfig platform = build_platform(platform_settings, &s.options.topology);
   const int gpu_count = platform.gpu_count();
   if (vm.count("gpus-per-node")) {
-    if (gpus_per_node <= 0 || gpu_count % gpus_per_node != 0)
+    check_option("--gpus-per-node", double(gpus_per_node), limits::integers(1, limits::kMaxGpusPerNode));
+    if (gpu_count % gpus_per_node != 0)
       throw InputError("--gpus-per-node must divide the " + std::to_string(gpu_count) + " GPUs");
     s.options.collectives.gpus_per_node = int(gpus_per_node);
   }
@@ -213,7 +230,10 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
     }
   }
 
-  const std::vector<SweepRow> rows = run_sweep(platform, s);
+  const std::vector<SweepRow> rows = [&] {
+    const Watchdog guard(watchdog);
+    return run_sweep(platform, s);
+  }();
 
   auto measured_at = [&](uint64_t size) -> double {
     for (const auto& p : measured.points)
@@ -256,13 +276,7 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
     out << "\n";
     json["rows"].push_back(j);
   }
-  if (!report.empty()) {
-    try {
-      write_json_file(report, json);
-    } catch (const std::runtime_error& e) {
-      throw InputError(e.what());
-    }
-  }
+  if (!report.empty()) write_json_file(report, json);
   if (!svg.empty()) {
     calibration::Plot plot;
     plot.title = title.empty() ? op + " bus bandwidth, " + platform.name + ", " +
@@ -277,11 +291,7 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
       if (p.size_bytes >= s.min_bytes && p.size_bytes <= s.max_bytes)
         meas.x.push_back(double(p.size_bytes)), meas.y.push_back(p.busbw_gbps);
     plot.series = {sim, meas};
-    try {
-      calibration::write_svg(svg, plot);
-    } catch (const std::runtime_error& e) {
-      throw InputError(e.what());
-    }
+    write_output(svg, calibration::render_svg(plot));
   }
   return kOk;
 }

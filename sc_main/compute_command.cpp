@@ -284,9 +284,8 @@ MeasuredRow read_measured_row(const std::vector<std::string>& f, const std::map<
 
 // The rows of `gpu` (GEMMs, STREAM and flash attention; other kinds are left out).
 std::vector<MeasuredRow> read_measured(const std::string& path, const std::string& gpu) {
-  std::error_code ec;
+  if (const std::string problem = limits::input_file_problem(path); !problem.empty()) csv_error(path, 0, problem);
   std::ifstream in(path);
-  if (std::filesystem::is_directory(path, ec) || !in) csv_error(path, 0, "cannot read the file");
   std::vector<MeasuredRow> rows;
   std::map<std::string, size_t> columns;
   std::string text;

@@ -8,19 +8,15 @@
 #include <yaml-cpp/yaml.h>
 
 #include "sc_main/input_error.h"
+#include "workloads/limits.h"
+#include "workloads/yaml_reader.h"
 
 namespace tessera::app {
 
-InputError input_error(const std::string& file, int line, const std::string& key,
-                       const std::string& problem) {
-  std::string text = file;
-  if (line > 0) text += ":" + std::to_string(line);
-  text += ": ";
-  if (!key.empty()) text += "key '" + key + "': ";
-  return InputError(text + problem);
-}
-
 namespace {
+
+// The job's model FLOPs are only reported: any finite amount up to 1e30.
+constexpr double kMaxJobFlops = 1e30;
 
 using workloads::Op;
 using workloads::OpKind;
@@ -43,25 +39,34 @@ class Reader {
     }
   }
 
-  double number(const YAML::Node& node, const std::string& key, bool positive) const {
-    double v;
+  // A value of type T in `range`: "must be a number, got 'x'" or the range's problem.
+  template <typename T>
+  T value(const YAML::Node& node, const std::string& key, const limits::Range& range) const {
+    T v{};
     try {
-      v = node.as<double>();
+      v = node.as<T>();
     } catch (const YAML::Exception&) {
-      fail(node, key, "must be a number, got '" + scalar(node) + "'");
+      fail(node, key, std::string("must be ") + (range.integer ? "an integer" : "a number") + ", got '" +
+                          scalar(node) + "'");
     }
-    if (v < 0 || (positive && v == 0))
-      fail(node, key, std::string("must be ") + (positive ? "positive" : "non-negative") +
-                          ", got " + scalar(node));
+    const std::string problem = limits::problem(double(v), range);
+    if (!problem.empty()) fail(node, key, problem);
     return v;
   }
 
-  int64_t integer(const YAML::Node& node, const std::string& key) const {
-    try {
-      return node.as<int64_t>();
-    } catch (const YAML::Exception&) {
-      fail(node, key, "must be an integer, got '" + scalar(node) + "'");
-    }
+  // Work or size: finite, in [0, most] (or (0, most] when positive).
+  double number(const YAML::Node& node, const std::string& key, bool positive, double most) const {
+    return value<double>(node, key, positive ? limits::positive(most) : limits::non_negative(most));
+  }
+
+  int64_t integer(const YAML::Node& node, const std::string& key, int64_t lo = 0,
+                  int64_t hi = limits::kMaxModelDimension) const {
+    return value<int64_t>(node, key, limits::integers(lo, hi));
+  }
+
+  // Bytes a message moves: a whole number from 1 to 2^50 (written as an integer or as 1e6).
+  uint64_t message_bytes(const YAML::Node& node, const std::string& key) const {
+    return static_cast<uint64_t>(value<double>(node, key, limits::Range{1, limits::kMaxOpBytes, false, true}));
   }
 
   std::string text(const YAML::Node& node, const std::string& key) const {
@@ -77,19 +82,47 @@ class Reader {
   std::string path_;
 };
 
+// The collectives of one rank on one communicator, in program order.
+std::vector<uint32_t> collectives_on(const workloads::Job& job, int rank, size_t communicator) {
+  std::vector<uint32_t> calls;
+  const workloads::Rank& r = job.ranks[rank];
+  for (uint32_t i = 0; i < r.program->ops.size(); ++i) {
+    const Op& op = r.program->ops[i];
+    if (op.kind == OpKind::Collective && size_t(r.communicators[op.slot]) == communicator) calls.push_back(i);
+  }
+  return calls;
+}
+
+// Every member of a communicator calls its collectives in the same order, each of the same kind
+// and size (as NCCL requires): a mismatch is a program no real job runs.
+void check_collectives_agree(const workloads::Job& job, const std::vector<std::vector<int>>& lines,
+                             const std::string& path) {
+  for (size_t c = 0; c < job.communicators.size(); ++c) {
+    const std::vector<int>& members = job.communicators[c].ranks;
+    const std::vector<uint32_t> first = collectives_on(job, members[0], c);
+    for (size_t m = 1; m < members.size(); ++m) {
+      const std::vector<uint32_t> calls = collectives_on(job, members[m], c);
+      for (size_t i = 0; i < std::min(first.size(), calls.size()); ++i) {
+        const Op& a = job.ranks[members[0]].program->ops[first[i]];
+        const Op& b = job.ranks[members[m]].program->ops[calls[i]];
+        if (a.collective == b.collective && a.message_bytes == b.message_bytes) continue;
+        auto call = [](const Op& op) {
+          return std::string(workloads::to_string(op.collective)) + " of " + std::to_string(op.message_bytes) + " bytes";
+        };
+        throw input_error(path, lines[members[m]][calls[i]],
+                          "ranks[" + std::to_string(members[m]) + "].ops[" + std::to_string(calls[i]) + "]",
+                          "collective #" + std::to_string(i + 1) + " on '" + job.communicators[c].name + "' is " +
+                              call(b) + ", but rank " + std::to_string(members[0]) + "'s is " + call(a) +
+                              " (every member calls the same collectives in the same order and sizes)");
+      }
+    }
+  }
+}
+
 }  // namespace
 
 workloads::Job load_job_file(const std::string& path) {
-  std::ifstream probe(path);
-  if (!probe) throw InputError(path + ": cannot read job file");
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::ParserException& e) {
-    throw input_error(path, e.mark.line + 1, "", "syntax error: " + e.msg);
-  } catch (const YAML::Exception& e) {
-    throw InputError(path + ": cannot read job file: " + e.what());
-  }
+  const YAML::Node root = workloads::parse_yaml(workloads::read_text_file(path), path);
   Reader in(path);
   if (!root.IsMap()) throw input_error(path, 1, "", "a job file is a mapping with 'ranks'");
   in.only_keys(root, "", {"name", "streams", "communicators", "ranks", "global_batch",
@@ -99,11 +132,14 @@ workloads::Job load_job_file(const std::string& path) {
   job.info.model = root["name"] ? in.text(root["name"], "name") : "job";
   if (root["global_batch"]) job.info.global_batch = in.integer(root["global_batch"], "global_batch");
   if (root["seq_length"]) job.info.seq_length = in.integer(root["seq_length"], "seq_length");
-  if (root["model_flops"]) job.info.model_flops = in.number(root["model_flops"], "model_flops", false);
+  if (root["model_flops"]) job.info.model_flops = in.number(root["model_flops"], "model_flops", false, kMaxJobFlops);
 
   const YAML::Node ranks = root["ranks"];
   if (!ranks || !ranks.IsSequence() || ranks.size() == 0)
     in.fail(ranks ? ranks : root, "ranks", "must be a non-empty list of ranks");
+  if (ranks.size() > size_t(limits::kMaxGpus))
+    in.fail(ranks, "ranks", "has " + std::to_string(ranks.size()) + " ranks, more than the " +
+                                std::to_string(limits::kMaxGpus) + " GPUs tessera builds");
   const int rank_count = static_cast<int>(ranks.size());
 
   std::map<std::string, uint16_t> streams;
@@ -129,7 +165,7 @@ workloads::Job load_job_file(const std::string& path) {
       workloads::Communicator comm{name, {}};
       std::set<int64_t> seen;
       for (const auto& r : kv.second) {
-        const int64_t rank = in.integer(r, key);
+        const int64_t rank = in.integer(r, key, 0, limits::kMaxGpus);
         if (rank < 0 || rank >= rank_count)
           in.fail(r, key, "rank " + std::to_string(rank) + " does not exist (the job has " +
                               std::to_string(rank_count) + " ranks)");
@@ -143,6 +179,7 @@ workloads::Job load_job_file(const std::string& path) {
 
   const std::set<std::string> op_keys{"name", "kind", "stream", "deps", "flops", "bytes", "dtype",
                                       "phase", "gemm", "kernel", "communicator", "peer", "tag"};
+  std::vector<std::vector<int>> op_lines(rank_count);  // for errors found after reading
   for (int r = 0; r < rank_count; ++r) {
     const YAML::Node rank_node = ranks[r];
     const std::string rk = "ranks[" + std::to_string(r) + "]";
@@ -167,7 +204,7 @@ workloads::Job load_job_file(const std::string& path) {
                                              : (kind == "compute" || kind == "copy" ? "compute" : "comm");
       auto s = streams.find(stream);
       if (s == streams.end()) {
-        if (root["streams"]) in.fail(o["stream"], ok + ".stream", "unknown stream '" + stream + "'");
+        if (root["streams"]) in.fail(o["stream"] ? o["stream"] : o, ok + ".stream", "unknown stream '" + stream + "'");
         s = streams.emplace(stream, static_cast<uint16_t>(job.stream_names.size())).first;
         job.stream_names.push_back(stream);
       }
@@ -176,13 +213,13 @@ workloads::Job load_job_file(const std::string& path) {
         in.fail(o["dtype"], ok + ".dtype", "unknown dtype (fp32, tf32, fp16, bf16, fp8)");
       if (kind == "compute" || kind == "copy") {
         op.kind = kind == "compute" ? OpKind::Compute : OpKind::MemCopy;
-        if (o["flops"]) op.flops = in.number(o["flops"], ok + ".flops", false);
-        if (o["bytes"]) op.bytes = in.number(o["bytes"], ok + ".bytes", false);
+        if (o["flops"]) op.flops = in.number(o["flops"], ok + ".flops", false, limits::kMaxOpFlops);
+        if (o["bytes"]) op.bytes = in.number(o["bytes"], ok + ".bytes", false, limits::kMaxOpBytes);
         if (o["gemm"]) {
           const YAML::Node g = o["gemm"];
           if (!g.IsSequence() || g.size() != 3) in.fail(g, ok + ".gemm", "must be [m, n, k]");
-          op.gemm = {in.integer(g[0], ok + ".gemm"), in.integer(g[1], ok + ".gemm"),
-                     in.integer(g[2], ok + ".gemm")};
+          op.gemm = {in.integer(g[0], ok + ".gemm", 1), in.integer(g[1], ok + ".gemm", 1),
+                     in.integer(g[2], ok + ".gemm", 1)};
           if (!op.gemm.valid()) in.fail(g, ok + ".gemm", "m, n and k must be positive");
           if (!o["flops"]) op.flops = 2.0 * op.gemm.m * op.gemm.n * op.gemm.k;
           if (!o["bytes"])
@@ -206,12 +243,12 @@ workloads::Job load_job_file(const std::string& path) {
       } else if (kind == "send" || kind == "recv") {
         op.kind = kind == "send" ? OpKind::Send : OpKind::Recv;
         if (!o["peer"]) in.fail(o, ok + ".peer", "is missing");
-        const int64_t peer = in.integer(o["peer"], ok + ".peer");
+        const int64_t peer = in.integer(o["peer"], ok + ".peer", 0, limits::kMaxGpus);
         if (peer < 0 || peer >= rank_count || peer == r)
           in.fail(o["peer"], ok + ".peer", "rank " + std::to_string(peer) + " is not another rank of the job");
         if (!o["bytes"]) in.fail(o, ok + ".bytes", "is missing");
-        op.message_bytes = static_cast<uint64_t>(in.number(o["bytes"], ok + ".bytes", true));
-        op.tag = o["tag"] ? static_cast<uint32_t>(in.integer(o["tag"], ok + ".tag")) : 0;
+        op.message_bytes = in.message_bytes(o["bytes"], ok + ".bytes");
+        op.tag = o["tag"] ? static_cast<uint32_t>(in.integer(o["tag"], ok + ".tag", 0, UINT32_MAX)) : 0;
         auto slot = peer_slot.emplace(int(peer), int(rank.peers.size()));
         if (slot.second) rank.peers.push_back(int(peer));
         op.slot = slot.first->second;
@@ -231,10 +268,10 @@ workloads::Job load_job_file(const std::string& path) {
           in.fail(o["communicator"], ok + ".communicator",
                   "rank " + std::to_string(r) + " is not a member of '" + cname + "'");
         if (op.collective == workloads::CollectiveKind::Barrier) {
-          op.message_bytes = o["bytes"] ? static_cast<uint64_t>(in.number(o["bytes"], ok + ".bytes", true)) : 8;
+          op.message_bytes = o["bytes"] ? in.message_bytes(o["bytes"], ok + ".bytes") : 8;
         } else {
           if (!o["bytes"]) in.fail(o, ok + ".bytes", "is missing");
-          op.message_bytes = static_cast<uint64_t>(in.number(o["bytes"], ok + ".bytes", true));
+          op.message_bytes = in.message_bytes(o["bytes"], ok + ".bytes");
         }
         auto slot = comm_slot.emplace(c->second, int(rank.communicators.size()));
         if (slot.second) rank.communicators.push_back(c->second);
@@ -253,6 +290,7 @@ workloads::Job load_job_file(const std::string& path) {
       }
       by_name[name] = static_cast<workloads::OpId>(program->ops.size());
       program->ops.push_back(std::move(op));
+      op_lines[r].push_back(o.Mark().line + 1);
     }
     rank.program = program;
     job.ranks.push_back(std::move(rank));
@@ -261,6 +299,7 @@ workloads::Job load_job_file(const std::string& path) {
     for (const auto& op : rank.program->ops)
       if (op.kind == OpKind::Compute) job.info.hardware_flops += op.flops;
   if (job.info.model_flops == 0) job.info.model_flops = job.info.hardware_flops;
+  check_collectives_agree(job, op_lines, path);
   return job;
 }
 

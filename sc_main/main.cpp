@@ -10,6 +10,10 @@ int sc_main(int argc, char* argv[]) {
   // Warnings are not errors for a user run; errors throw and become a one-line message.
   sc_core::sc_report_handler::set_actions(sc_core::SC_WARNING, sc_core::SC_DO_NOTHING);
   sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
+  // An error (an exception in a process included) reaches run_cli, which prints it on one line:
+  // SystemC itself prints nothing.
+  sc_core::sc_report_handler::set_actions(sc_core::SC_ERROR, sc_core::SC_THROW);
+  sc_core::sc_report_handler::set_actions(sc_core::SC_FATAL, sc_core::SC_THROW);
   return tessera::app::run_cli(argc, argv, std::cout, std::cerr);
 }
 

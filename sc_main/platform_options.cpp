@@ -2,27 +2,81 @@
 
 #include "platforms/platform_file.h"
 #include "sc_main/input_error.h"
+#include "workloads/limits.h"
 
 namespace po = boost::program_options;
 
 namespace tessera::app {
 
+namespace {
+
+// The options that stand for a platform key, for errors to name the option the user typed.
+struct KeyOption {
+  const char* option;
+  const char* key;
+};
+constexpr KeyOption kKeyOptions[] = {{"--nodes", "nodes"},
+                                     {"--gpus", "node.gpus"},
+                                     {"--nvlink-bandwidth-gbps", "node.nvlink.link.bandwidth_gb_per_s"},
+                                     {"--kernel-overhead-us", "gpu.kernel_overhead_us"}};
+
+template <typename T>
+po::typed_value<T>* optional_value(std::optional<T>& target) {
+  return po::value<T>()->notifier([&target](const T& v) { target = v; });
+}
+
+// The option settings as platform keys, in the order of kKeyOptions (values exact, not rounded).
+std::vector<std::pair<const KeyOption*, std::string>> option_settings(const PlatformSettings& s) {
+  const std::optional<double> values[] = {
+      s.nodes ? std::optional<double>(double(*s.nodes)) : std::nullopt,
+      s.gpus ? std::optional<double>(double(*s.gpus)) : std::nullopt, s.nvlink_bandwidth_gbps,
+      s.kernel_overhead_us};
+  std::vector<std::pair<const KeyOption*, std::string>> out;
+  for (size_t i = 0; i < std::size(kKeyOptions); ++i)
+    if (values[i]) out.emplace_back(&kKeyOptions[i], limits::shown(*values[i]));
+  return out;
+}
+
+// A platform error about a key an option set names the option and its value, not "--set".
+InputError platform_input_error(const platforms::PlatformFileError& e, const PlatformSettings& s) {
+  if (e.file() == "--set")
+    for (const auto& setting : option_settings(s))
+      if (e.key() == setting.first->key) return InputError(std::string(setting.first->option) + ": " + e.message());
+  return InputError(e.what());
+}
+
+}  // namespace
+
 po::options_description platform_options(PlatformSettings& s) {
   po::options_description platform("platform");
   platform.add_options()
       ("platform", po::value(&s.platform)->default_value("dgx-h100"), "a shipped platform (see 'tessera platforms') or a platform YAML file")
-      ("nodes", po::value(&s.nodes), "number of nodes (default: the platform's)")
-      ("gpus", po::value(&s.gpus), "GPUs per node (default: the platform's)")
+      ("nodes", optional_value(s.nodes), "number of nodes (default: the platform's)")
+      ("gpus", optional_value(s.gpus), "GPUs per node (default: the platform's)")
       ("set", po::value(&s.sets)->composing(), "KEY=VALUE: change any platform value, e.g. network.oversubscription=2 (repeatable; keys as in docs/platforms.md)")
-      ("nvlink-bandwidth-gbps", po::value(&s.nvlink_bandwidth_gbps), "bandwidth per NVLink per direction, GB/s")
-      ("kernel-overhead-us", po::value(&s.kernel_overhead_us), "launch overhead per kernel, microseconds");
+      ("nvlink-bandwidth-gbps", optional_value(s.nvlink_bandwidth_gbps), "bandwidth per NVLink per direction, GB/s")
+      ("kernel-overhead-us", optional_value(s.kernel_overhead_us), "launch overhead per kernel, microseconds");
   return platform;
+}
+
+void store_command_line(const std::vector<std::string>& args, const po::options_description& desc,
+                        po::variables_map& vm) {
+  try {
+    const po::parsed_options parsed = po::command_line_parser(args).options(desc).run();
+    for (const po::option& o : parsed.options)
+      if (o.position_key >= 0 && !o.value.empty())
+        throw InputError("unexpected argument '" + o.value.front() +
+                         "' (options start with --, and each value follows its option)");
+    po::store(parsed, vm);
+  } catch (const po::error& e) {
+    throw InputError(e.what());
+  }
 }
 
 bool parse_command_options(const std::vector<std::string>& args, const po::options_description& desc,
                            std::ostream& out, po::variables_map& vm) {
+  store_command_line(args, desc, vm);
   try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     throw InputError(e.what());
@@ -35,16 +89,12 @@ bool parse_command_options(const std::vector<std::string>& args, const po::optio
 platforms::PlatformConfig build_platform(const PlatformSettings& s,
                                          std::shared_ptr<const platforms::RoutedTopology>* routed) {
   std::vector<std::string> sets = s.sets;
-  if (s.nodes != 0) sets.push_back("nodes=" + std::to_string(s.nodes));
-  if (s.gpus != 0) sets.push_back("node.gpus=" + std::to_string(s.gpus));
-  if (s.nvlink_bandwidth_gbps != 0)
-    sets.push_back("node.nvlink.link.bandwidth_gb_per_s=" + std::to_string(s.nvlink_bandwidth_gbps));
-  if (s.kernel_overhead_us != -1) sets.push_back("gpu.kernel_overhead_us=" + std::to_string(s.kernel_overhead_us));
+  for (const auto& [option, value] : option_settings(s)) sets.push_back(std::string(option->key) + "=" + value);
   platforms::PlatformConfig p;
   try {
     p = platforms::load_platform(s.platform, sets);
   } catch (const platforms::PlatformFileError& e) {
-    throw InputError(e.what());
+    throw platform_input_error(e, s);
   }
   try {
     p.validate();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -14,14 +15,22 @@
 
 namespace tessera::app {
 
+// An option that is not given leaves the platform's value; one that is given is checked where
+// the platform file's value would be, and an error names the option.
 struct PlatformSettings {
   std::string platform = "dgx-h100";
-  int64_t nodes = 0, gpus = 0;
-  double nvlink_bandwidth_gbps = 0, kernel_overhead_us = -1;
+  std::optional<int64_t> nodes, gpus;
+  std::optional<double> nvlink_bandwidth_gbps, kernel_overhead_us;
   std::vector<std::string> sets;  // "key=value" (the platform file's dotted keys)
 };
 
 boost::program_options::options_description platform_options(PlatformSettings& s);
+
+// Stores a command line's options in `vm`; a positional argument (one no option takes) or an
+// unknown option is an InputError naming it.
+void store_command_line(const std::vector<std::string>& args,
+                        const boost::program_options::options_description& desc,
+                        boost::program_options::variables_map& vm);
 
 // Parses a command's options (errors become InputError). Returns false after printing the
 // options for --help, when the command has nothing more to do.

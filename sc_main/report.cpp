@@ -6,6 +6,8 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "sc_main/output_file.h"
+
 namespace tessera::app {
 
 using nlohmann::ordered_json;
@@ -104,6 +106,7 @@ ordered_json report_json(const platforms::PlatformConfig& platform, const worklo
   }
   j["links"] = links;
   j["simulation"] = {{"fidelity", platforms::fidelity_name(r.fidelity)},
+                     {"iterations", r.iterations},
                      {"fabric_transactions", r.transactions},
                      {"flows", r.flows}};
   return j;
@@ -117,7 +120,8 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
   out << "tessera: " << job.info.model << " on " << platform.name << " (" << platform.gpu_count()
       << " x " << platform.gpu.name << ")"
       << (r.fidelity == platforms::Fidelity::Flow ? ", flow fidelity" : "") << "\n";
-  out << "  iteration time        " << format("%.3f ms", it * 1e3) << "\n";
+  out << "  iteration time        " << format("%.3f ms", it * 1e3)
+      << (r.iterations > 1 ? " (the mean of " + std::to_string(r.iterations) + " iterations)" : "") << "\n";
   const double samples = it > 0 ? double(job.info.global_batch) / it : 0;
   out << "  throughput            " << format("%.1f samples/s", samples) << ", "
       << format("%.0f tokens/s", samples * double(job.info.seq_length)) << "\n";
@@ -218,21 +222,7 @@ ordered_json trace_json(const platforms::PlatformConfig& platform, const workloa
 }
 
 void write_json_file(const std::string& path, const ordered_json& json) {
-  // Written beside the target and renamed, so a failed write never leaves a partial result.
-  const std::string partial = path + ".partial";
-  {
-    std::ofstream out(partial);
-    if (!out) throw std::runtime_error(path + ": cannot write");
-    out << json.dump(1) << "\n";
-    if (!out) {
-      std::remove(partial.c_str());
-      throw std::runtime_error(path + ": cannot write");
-    }
-  }
-  if (std::rename(partial.c_str(), path.c_str()) != 0) {
-    std::remove(partial.c_str());
-    throw std::runtime_error(path + ": cannot write");
-  }
+  write_output(path, json.dump(1) + "\n");
 }
 
 }  // namespace tessera::app

@@ -26,7 +26,7 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
 nlohmann::ordered_json trace_json(const platforms::PlatformConfig& platform,
                                   const workloads::Job& job, const SimulationResult& result,
                                   double bucket_us);
-// Writes JSON to a file; throws std::runtime_error naming the file when it cannot.
+// Writes JSON to a file as a whole (write_output); throws OutputError when it cannot.
 void write_json_file(const std::string& path, const nlohmann::ordered_json& json);
 
 }  // namespace tessera::app

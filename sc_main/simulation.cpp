@@ -12,6 +12,7 @@
 #include "models/gpu/program_graph.h"
 #include "tlm/payload_pool.h"
 #include "tlm/sockets.h"
+#include "tlm/time_span.h"
 
 namespace tessera::app {
 namespace {
@@ -64,6 +65,20 @@ void check_collective_choices(const workloads::Job& job) {
     }
 }
 
+// Times over `iterations` iterations as the mean of one.
+void per_iteration(SimulationResult& r, uint64_t iterations) {
+  r.iterations = iterations;
+  const double n = double(iterations);
+  r.iteration_time_s /= n;
+  for (RankResult& rank : r.ranks) {
+    for (double* t : {&rank.finish_s, &rank.compute_s, &rank.exposed_communication_s,
+                      &rank.overlapped_communication_s, &rank.idle_s})
+      *t /= n;
+    for (double& t : rank.compute_by_cause) t /= n;
+  }
+  for (LinkResult& link : r.links) link.busy_s /= n;
+}
+
 }  // namespace
 
 SimulationResult simulate(const platforms::PlatformConfig& config, const workloads::Job& job,
@@ -88,20 +103,25 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
   for (const workloads::Rank& rank : job.ranks) {
     auto& graph = graphs[rank.program.get()];
     if (!graph) graph = std::make_shared<models::ProgramGraph>(*rank.program);
-    total_ops += rank.program->ops.size();
+    total_ops += rank.program->ops.size() * options.iterations;
   }
   TerminalProgress progress(total_ops, options.progress && isatty(STDERR_FILENO));
   for (const workloads::Rank& rank : job.ranks) {
     models::Gpu& gpu = platform.gpu(rank.rank);
     if (options.trace) gpu.activity().enable_spans();
     gpu.set_kernel_timer(options.kernel_timer.get());
-    gpu.command_processor().load(job, rank, graphs[rank.program.get()], &progress);
+    gpu.command_processor().load(job, rank, graphs[rank.program.get()], &progress, options.iterations);
   }
   const sc_core::sc_time bucket(options.trace_bucket_us, sc_core::SC_US);
   if (options.trace)  // (flow fidelity keeps no per-bucket link activity)
     for (const auto& link : platform.links()) link->record_activity(bucket);
 
-  sc_core::sc_start();
+  try {
+    sc_core::sc_start();
+  } catch (const sc_core::sc_report&) {
+    protocol::rethrow_time_span_error();  // a number beyond the time span: bad input
+    throw;
+  }
 
   SimulationResult result;
   result.fidelity = options.fidelity;
@@ -193,6 +213,7 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
       }
     }
   }
+  per_iteration(result, options.iterations);
   result.wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return result;

@@ -22,6 +22,7 @@ struct SimulationOptions {
   bool trace = false;                    // record op spans and link activity for a trace
   double trace_bucket_us = 10.0;         // link counter resolution in the trace
   bool progress = false;                 // print progress on stderr
+  uint64_t iterations = 1;               // every rank runs its program this many times
   platforms::Fidelity fidelity = platforms::Fidelity::Packet;
   // The compute model every GPU times its kernels with (null: the models' roofline).
   std::shared_ptr<const models::KernelTimer> kernel_timer;
@@ -61,7 +62,10 @@ struct StuckOp {
   std::vector<int> absent_ranks;  // members that never joined the collective
 };
 
+// Times are per iteration (the mean over `iterations`); counts (ops, bytes, transactions) are
+// over the whole run.
 struct SimulationResult {
+  uint64_t iterations = 1;
   double iteration_time_s = 0;
   std::vector<RankResult> ranks;
   std::vector<LinkResult> links;

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tessera builds with; does nothing when all are present.
+# `install-deps.sh fuzz` adds clang and its libFuzzer runtime, for `make fuzz` only.
 set -euo pipefail
 packages=(cmake make g++ pkg-config libsystemc-dev libboost-program-options-dev libgtest-dev
           libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev)
+[ "${1:-}" = fuzz ] && packages+=(clang libclang-rt-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -4,8 +4,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <tuple>
 
 #include "workloads/errors.h"
+#include "workloads/limits.h"
 #include "workloads/yaml_reader.h"
 
 #ifndef TESSERA_MODEL_DIR
@@ -49,17 +51,19 @@ GenericLayer parse_generic_layer(const YAML::Node& node, const std::string& file
                                           {{"gemm", GenericLayer::Kind::Gemm},
                                            {"elementwise", GenericLayer::Kind::Elementwise},
                                            {"custom", GenericLayer::Kind::Custom}});
-  layer.repeat = map.integer("repeat", 1);
-  layer.m = map.integer("m", 0);
-  layer.n = map.integer("n", 0);
-  layer.k = map.integer("k", 0);
+  const limits::Range dimension = limits::integers(1, limits::kMaxModelDimension);
+  const limits::Range flops = limits::non_negative(limits::kMaxOpFlops);
+  const limits::Range bytes = limits::non_negative(limits::kMaxOpBytes);
+  layer.repeat = map.integer("repeat", 1, dimension);
+  layer.m = map.integer("m", 0, dimension);
+  layer.n = map.integer("n", 0, dimension);
+  layer.k = map.integer("k", 0, dimension);
   layer.bias = map.boolean("bias", false);
-  layer.forward_flops = map.number("forward-flops", 0);
-  layer.backward_flops = map.number("backward-flops", -1);
-  layer.params = map.number("params", -1);
-  layer.activation_bytes = map.number("activation-bytes", -1);
-  layer.bytes = map.number("bytes", 0);
-  if (layer.repeat < 1) map.fail("repeat", "must be at least 1");
+  layer.forward_flops = map.number("forward-flops", 0, flops);
+  layer.backward_flops = map.number("backward-flops", -1, flops);  // -1: twice the forward
+  layer.params = map.number("params", -1, bytes);                   // -1: from the GEMM shape
+  layer.activation_bytes = map.number("activation-bytes", -1, bytes);
+  layer.bytes = map.number("bytes", 0, bytes);
   if (layer.kind == GenericLayer::Kind::Gemm && (layer.m <= 0 || layer.n <= 0 || layer.k <= 0))
     throw InputError(where(file, node) + ": gemm layer '" + layer.name +
                      "' needs positive m, n and k");
@@ -67,25 +71,32 @@ GenericLayer parse_generic_layer(const YAML::Node& node, const std::string& file
   return layer;
 }
 
-// Flattens the strategy section: nested maps become dotted keys ("embedding.tp"), sequences
-// become comma lists ("stage-layers: [3, 4]" -> "3,4").
+}  // namespace
+
 void flatten_strategy(const YAML::Node& node, const std::string& prefix, const std::string& file,
                       std::vector<StrategySetting>& out) {
   if (!node.IsMap()) throw InputError(where(file, node) + ": strategy must be a mapping");
   for (auto it = node.begin(); it != node.end(); ++it) {
     const std::string key = prefix + canonical_key(it->first.as<std::string>());
-    const YAML::Node& value = it->second;
+    const YAML::Node value = it->second;  // a copy: it->second is a member of a temporary
     if (value.IsMap()) {
       flatten_strategy(value, key + ".", file, out);
     } else if (value.IsSequence()) {
       std::string list;
-      for (const auto& item : value) list += (list.empty() ? "" : ",") + item.as<std::string>();
+      for (const YAML::Node& item : value) {
+        if (!item.IsScalar())
+          throw InputError(where(file, item) + ": key '" + key + "': expected a list of values, got a nested " +
+                           (item.IsMap() ? "mapping" : "list"));
+        list += (list.empty() ? "" : ",") + item.Scalar();
+      }
       out.push_back({key, list, where(file, it->first)});
     } else {
       out.push_back({key, value.IsNull() ? "" : value.Scalar(), where(file, it->first)});
     }
   }
 }
+
+namespace {
 
 bool looks_like_path(const std::string& s) {
   auto ends_with = [&](const char* suffix) {
@@ -95,8 +106,13 @@ bool looks_like_path(const std::string& s) {
   return s.find('/') != std::string::npos || ends_with(".yaml") || ends_with(".yml");
 }
 
-std::string check_positive(int64_t value, const char* name) {
-  return value > 0 ? "" : std::string(name) + " must be positive, got " + std::to_string(value);
+// Each override by its option name; Overrides is ModelOverrides, const or not.
+template <typename Overrides>
+auto override_fields(Overrides& o) {
+  return std::map<std::string, decltype(&o.layers)>{
+      {"layers", &o.layers},     {"hidden", &o.hidden},         {"heads", &o.heads},
+      {"kv-heads", &o.kv_heads}, {"ffn-hidden", &o.ffn_hidden}, {"seq", &o.seq},
+      {"vocab", &o.vocab},       {"experts", &o.experts},       {"top-k", &o.top_k}};
 }
 
 }  // namespace
@@ -154,40 +170,42 @@ ModelSpec parse_model(const std::string& text, const std::string& source) {
   if (std::optional<YAML::Node> strategy = map.get("strategy"))
     flatten_strategy(*strategy, "", source, m.strategy);
   map.finish();
-  try {
-    validate_model(m);
-  } catch (const InputError& e) {
-    throw InputError(source + ": " + e.what());
-  }
+  if (const std::optional<ModelProblem> p = model_problem(m)) map.fail(p->key, p->problem);
   return m;
 }
 
-void validate_model(const ModelSpec& m) {
-  std::string problem;
-  auto check = [&](const std::string& p) {
-    if (problem.empty()) problem = p;
-  };
-  check(check_positive(m.layers, "layers"));
-  check(check_positive(m.seq_length, "seq"));
-  if (!m.is_generic()) {
-    check(check_positive(m.hidden, "hidden"));
-    check(check_positive(m.heads, "heads"));
-    check(check_positive(m.vocab, "vocab"));
-    check(check_positive(m.experts, "experts"));
-    check(check_positive(m.top_k, "top-k"));
-    if (m.kv_heads < 0) check("kv-heads must not be negative");
-    if (m.ffn_hidden < 0) check("ffn-hidden must not be negative");
-    if (problem.empty() && m.hidden % m.heads != 0)
-      check("heads (" + std::to_string(m.heads) + ") must divide hidden (" +
-            std::to_string(m.hidden) + ")");
-    if (problem.empty() && m.heads % m.kv_heads_or_heads() != 0)
-      check("kv-heads (" + std::to_string(m.kv_heads) + ") must divide heads (" +
-            std::to_string(m.heads) + ")");
-    if (problem.empty() && m.top_k > m.experts)
-      check("top-k (" + std::to_string(m.top_k) + ") must not exceed experts (" +
-            std::to_string(m.experts) + ")");
+std::optional<ModelProblem> model_problem(const ModelSpec& m) {
+  const limits::Range dimension = limits::integers(1, limits::kMaxModelDimension);
+  const limits::Range optional_dimension = limits::integers(0, limits::kMaxModelDimension);
+  std::vector<std::tuple<const char*, int64_t, limits::Range>> values{{"layers", m.layers, dimension},
+                                                                      {"seq", m.seq_length, dimension}};
+  if (!m.is_generic())
+    values.insert(values.end(), {{"hidden", m.hidden, dimension},
+                                 {"heads", m.heads, dimension},
+                                 {"vocab", m.vocab, dimension},
+                                 {"experts", m.experts, dimension},
+                                 {"top-k", m.top_k, dimension},
+                                 {"kv-heads", m.kv_heads, optional_dimension},
+                                 {"ffn-hidden", m.ffn_hidden, optional_dimension},
+                                 {"moe-ffn-hidden", m.moe_ffn_hidden, optional_dimension}});
+  for (const auto& [key, value, range] : values) {
+    const std::string problem = limits::problem(double(value), range);
+    if (!problem.empty()) return ModelProblem{key, problem};
   }
-  if (!problem.empty()) throw InputError("model " + m.name + ": " + problem);
+  if (m.is_generic()) return std::nullopt;
+  auto str = [](int64_t v) { return std::to_string(v); };
+  if (m.hidden % m.heads != 0)
+    return ModelProblem{"heads", "heads (" + str(m.heads) + ") must divide hidden (" + str(m.hidden) + ")"};
+  if (m.heads % m.kv_heads_or_heads() != 0)
+    return ModelProblem{"kv-heads", "kv-heads (" + str(m.kv_heads) + ") must divide heads (" + str(m.heads) + ")"};
+  if (m.top_k > m.experts)
+    return ModelProblem{"top-k", "top-k (" + str(m.top_k) + ") must not exceed experts (" + str(m.experts) + ")"};
+  return std::nullopt;
+}
+
+void validate_model(const ModelSpec& m) {
+  if (const std::optional<ModelProblem> p = model_problem(m))
+    throw InputError("model " + m.name + ": key '" + p->key + "': " + p->problem);
 }
 
 std::string zoo_directory() {
@@ -236,7 +254,14 @@ void apply_overrides(ModelSpec& m, const ModelOverrides& o) {
   if (o.vocab) m.vocab = *o.vocab;
   if (o.experts) m.experts = *o.experts;
   if (o.top_k) m.top_k = *o.top_k;
-  validate_model(m);
+  if (const std::optional<ModelProblem> p = model_problem(m)) {
+    // Name the option when the user gave the value that is wrong.
+    const auto fields = override_fields(o);
+    const auto field = fields.find(p->key);
+    const bool given = field != fields.end() && field->second->has_value();
+    throw InputError(given ? "--" + p->key + ": " + p->problem
+                           : "model " + m.name + ": key '" + p->key + "': " + p->problem);
+  }
 }
 
 const std::vector<OptionInfo>& model_override_options() {
@@ -255,10 +280,7 @@ const std::vector<OptionInfo>& model_override_options() {
 }
 
 void set_model_override(ModelOverrides& o, const std::string& flag, const std::string& value) {
-  std::map<std::string, std::optional<int64_t>*> fields = {
-      {"layers", &o.layers},     {"hidden", &o.hidden}, {"heads", &o.heads},
-      {"kv-heads", &o.kv_heads}, {"ffn-hidden", &o.ffn_hidden}, {"seq", &o.seq},
-      {"vocab", &o.vocab},       {"experts", &o.experts},     {"top-k", &o.top_k}};
+  const auto fields = override_fields(o);
   auto it = fields.find(canonical_key(flag));
   if (it == fields.end()) throw InputError("unknown model option --" + flag);
   size_t used = 0;

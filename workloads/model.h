@@ -11,6 +11,10 @@
 #include <string>
 #include <vector>
 
+namespace YAML {
+class Node;
+}
+
 namespace tessera::workloads {
 
 enum class Architecture : uint8_t { Gpt, Llama, Bert, Generic };
@@ -120,6 +124,16 @@ struct OptionInfo {
 const std::vector<OptionInfo>& model_override_options();
 // Checks sizes; throws InputError naming the values.
 void validate_model(const ModelSpec& model);
+// A strategy section or file as settings: nested maps become dotted keys ("embedding.tp"),
+// sequences comma lists ("stage-layers: [3, 4]" -> "3,4"), each with its "file:line".
+void flatten_strategy(const YAML::Node& node, const std::string& prefix, const std::string& file,
+                      std::vector<StrategySetting>& out);
+// The first problem of a model: its key ("heads") and what is wrong; nullopt when there is none.
+struct ModelProblem {
+  std::string key;
+  std::string problem;
+};
+std::optional<ModelProblem> model_problem(const ModelSpec& model);
 
 // Parameter counts of the whole model (embedding counted once when tied).
 double total_parameters(const ModelSpec& model);

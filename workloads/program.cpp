@@ -1,5 +1,7 @@
 #include "workloads/program.h"
 
+#include "workloads/limits.h"
+
 #include <algorithm>
 #include <stdexcept>
 #include <unordered_map>
@@ -123,6 +125,28 @@ uint32_t Job::intern(const std::string& name) {
   return id;
 }
 
+namespace {
+
+// An op's work within what tessera represents: a value past them (an overflow upstream, NaN)
+// named with its value instead of simulated as if it were zero or negative.
+void check_work(const Job& job, const Op& op, const std::string& at) {
+  struct Work {
+    const char* what;
+    double value, most;
+  };
+  const Work work[] = {{"FLOPs", op.flops, limits::kMaxOpFlops},
+                       {"bytes", op.bytes, limits::kMaxOpBytes},
+                       {"message bytes", double(op.message_bytes), limits::kMaxOpBytes}};
+  for (const Work& w : work) {
+    const std::string problem = limits::problem(w.value, limits::non_negative(w.most));
+    if (!problem.empty())
+      throw std::invalid_argument("invalid job: " + at + " '" + job.op_name(op) + "': its " + w.what + " " + problem +
+                                  " (docs/limits.md)");
+  }
+}
+
+}  // namespace
+
 void validate(const Job& job) {
   auto fail = [](const std::string& what) { throw std::invalid_argument("invalid job: " + what); };
   if (job.ranks.empty()) fail("no ranks");
@@ -178,7 +202,7 @@ void validate(const Job& job) {
           facts.max_peer_slot = std::max(facts.max_peer_slot, int(op.slot));
           if (op.message_bytes == 0) fail(at + " moves zero bytes");
         }
-        if (op.flops < 0 || op.bytes < 0) fail(at + " has negative work");
+        check_work(job, op, at);
       }
     }
     if (facts.max_peer_slot >= static_cast<int>(rank.peers.size()))

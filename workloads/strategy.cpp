@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "workloads/errors.h"
+#include "workloads/limits.h"
 #include "workloads/yaml_reader.h"
 
 namespace tessera::workloads {
@@ -46,7 +47,10 @@ namespace {
   throw InputError("--" + key + " expects " + want + ", got '" + value + "'");
 }
 
-int64_t parse_int(const std::string& key, const std::string& value, int64_t min) {
+// An integer in [min, max]; parallel sizes and batch sizes are bounded by what tessera builds
+// (docs/limits.md), so products of them stay far from int64's end.
+int64_t parse_int(const std::string& key, const std::string& value, int64_t min,
+                  int64_t max = limits::kMaxModelDimension) {
   size_t used = 0;
   int64_t n = 0;
   try {
@@ -54,12 +58,12 @@ int64_t parse_int(const std::string& key, const std::string& value, int64_t min)
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used == 0 || used != value.size()) bad(key, value, "an integer");
-  if (n < min) bad(key, value, "an integer >= " + std::to_string(min));
+  if (used == 0 || used != value.size() || n < min || n > max)
+    bad(key, value, limits::describe(limits::integers(min, max)));
   return n;
 }
 
-double parse_number(const std::string& key, const std::string& value) {
+double parse_number(const std::string& key, const std::string& value, const limits::Range& range) {
   size_t used = 0;
   double x = 0;
   try {
@@ -67,7 +71,8 @@ double parse_number(const std::string& key, const std::string& value) {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used == 0 || used != value.size() || !(x > 0)) bad(key, value, "a positive number");
+  if (used == 0 || used != value.size() || !limits::problem(x, range).empty())
+    bad(key, value, limits::describe(range));
   return x;
 }
 
@@ -91,8 +96,9 @@ struct OptionSetter {
   std::function<void(Strategy&, const std::string& key, const std::string& value)> set;
 };
 
+// A parallel size or count that fits the largest platform.
 int as_int(const std::string& k, const std::string& v, int64_t min) {
-  return static_cast<int>(parse_int(k, v, min));
+  return static_cast<int>(parse_int(k, v, min, limits::kMaxGpus));
 }
 
 const std::vector<OptionSetter>& setters() {
@@ -142,7 +148,7 @@ const std::vector<OptionSetter>& setters() {
       {{"overlap-grad-reduce", "reduce gradient buckets during backward (default on)", true},
        [](Strategy& s, auto& k, auto& v) { s.overlap_grad_reduce = parse_switch(k, v); }},
       {{"bucket-mb", "gradient bucket size in MiB"},
-       [](Strategy& s, auto& k, auto& v) { s.bucket_mb = parse_number(k, v); }},
+       [](Strategy& s, auto& k, auto& v) { s.bucket_mb = parse_number(k, v, limits::positive(1 << 20)); }},
       {{"overlap-param-gather", "ZeRO parameter all-gathers overlap the forward (default on)",
         true},
        [](Strategy& s, auto& k, auto& v) { s.overlap_param_gather = parse_switch(k, v); }},
@@ -239,28 +245,10 @@ Strategy default_strategy(const ModelSpec& model, const Framework* framework) {
 }
 
 void apply_strategy_file(Strategy& s, const std::string& path) {
-  // Reuse the model parser's flattening by wrapping the file as a model's strategy section.
   const YAML::Node root = parse_yaml(read_text_file(path), path);
   if (!root.IsMap()) throw InputError(path + ": a strategy file must be a mapping");
   std::vector<StrategySetting> settings;
-  std::function<void(const YAML::Node&, const std::string&)> flatten =
-      [&](const YAML::Node& node, const std::string& prefix) {
-        for (auto it = node.begin(); it != node.end(); ++it) {
-          const std::string key = prefix + canonical_key(it->first.as<std::string>());
-          if (it->second.IsMap()) {
-            flatten(it->second, key + ".");
-          } else if (it->second.IsSequence()) {
-            std::string list;
-            for (const auto& item : it->second)
-              list += (list.empty() ? "" : ",") + item.as<std::string>();
-            settings.push_back({key, list, where(path, it->first)});
-          } else {
-            settings.push_back(
-                {key, it->second.IsNull() ? "" : it->second.Scalar(), where(path, it->first)});
-          }
-        }
-      };
-  flatten(root, "");
+  flatten_strategy(root, "", path, settings);
   apply_settings(s, settings);
 }
 

@@ -1,6 +1,9 @@
 #include "workloads/yaml_reader.h"
 
+#include "workloads/limits.h"
+
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace tessera::workloads {
@@ -94,6 +97,21 @@ bool YamlMap::boolean(const std::string& key, bool fallback) {
   }
 }
 
+template <typename T>
+T YamlMap::in_range(const std::string& key, T value, const limits::Range& range) const {
+  const std::string problem = limits::problem(double(value), range);
+  if (has(key) && !problem.empty()) fail(key, problem);
+  return value;
+}
+
+int64_t YamlMap::integer(const std::string& key, int64_t fallback, const limits::Range& range) {
+  return in_range(key, integer(key, fallback), range);
+}
+
+double YamlMap::number(const std::string& key, double fallback, const limits::Range& range) {
+  return in_range(key, number(key, fallback), range);
+}
+
 void YamlMap::finish() const {
   for (auto it = node_.begin(); it != node_.end(); ++it) {
     const std::string key = canonical_key(it->first.as<std::string>());
@@ -103,15 +121,46 @@ void YamlMap::finish() const {
   }
 }
 
-YAML::Node parse_yaml(const std::string& text, const std::string& file) {
-  try {
-    return YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    throw InputError(file + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+namespace {
+
+// yaml-cpp keeps one of two equal keys and drops the other without a word: refuse them, in
+// either spelling ('-' or '_').
+void reject_duplicate_keys(const YAML::Node& node, const std::string& file, const std::string& path) {
+  if (node.IsSequence())
+    for (size_t i = 0; i < node.size(); ++i)
+      reject_duplicate_keys(node[i], file, path + "[" + std::to_string(i) + "]");
+  if (!node.IsMap()) return;
+  std::map<std::string, int> seen;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    if (!it->first.IsScalar())
+      throw InputError(workloads::where(file, it->first) + ": a key must be a plain name, got a " +
+                       (it->first.IsMap() ? "mapping" : "list") + (path.empty() ? "" : " in '" + path + "'"));
+    const std::string key = it->first.Scalar();
+    const std::string dotted = path.empty() ? key : path + "." + key;
+    const auto [first, fresh] = seen.emplace(canonical_key(key), it->first.Mark().line + 1);
+    if (!fresh)
+      throw InputError(workloads::where(file, it->first) + ": key '" + dotted +
+                       "': duplicate key (first given at line " + std::to_string(first->second) + ")");
+    reject_duplicate_keys(it->second, file, dotted);
   }
 }
 
+}  // namespace
+
+YAML::Node parse_yaml(const std::string& text, const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(file + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  reject_duplicate_keys(root, file, "");
+  return root;
+}
+
 std::string read_text_file(const std::string& path) {
+  const std::string problem = limits::input_file_problem(path);
+  if (!problem.empty()) throw InputError(path + ": " + problem);
   std::ifstream in(path);
   if (!in) throw InputError(path + ": cannot open file");
   std::ostringstream text;

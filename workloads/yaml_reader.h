@@ -10,6 +10,7 @@
 #include <string>
 
 #include "workloads/errors.h"
+#include "workloads/limits.h"
 
 namespace tessera::workloads {
 
@@ -31,6 +32,9 @@ class YamlMap {
   int64_t integer(const std::string& key, int64_t fallback);
   double number(const std::string& key, double fallback);
   bool boolean(const std::string& key, bool fallback);
+  // The same, failing with the range's problem when the value given is outside `range`.
+  int64_t integer(const std::string& key, int64_t fallback, const limits::Range& range);
+  double number(const std::string& key, double fallback, const limits::Range& range);
   // Throws InputError "file:line: key 'k': message".
   [[noreturn]] void fail(const std::string& key, const std::string& message) const;
   void finish() const;
@@ -41,6 +45,8 @@ class YamlMap {
   std::string what_;
   std::set<std::string> read_;
   std::optional<YAML::Node> get_const(const std::string& key) const;
+  template <typename T>
+  T in_range(const std::string& key, T value, const limits::Range& range) const;
 };
 
 // Parses YAML text; syntax errors become InputError with file and line.

@@ -1,5 +1,7 @@
 #include "models/gpu/command_processor.h"
 
+#include <algorithm>
+
 #include "models/collectives/tuner.h"
 #include "tlm/extensions.h"
 
@@ -21,21 +23,30 @@ CommandProcessor::CommandProcessor(sc_core::sc_module_name name, protocol::Paylo
 
 void CommandProcessor::load(const workloads::Job& job, const workloads::Rank& rank,
                             std::shared_ptr<const ProgramGraph> graph,
-                            ProgressMonitor* monitor) {
+                            ProgressMonitor* monitor, uint64_t iterations) {
   job_ = &job;
   rank_ = &rank;
   graph_ = std::move(graph);
   monitor_ = monitor;
-  waits_ = graph_->waits;
-  total_ = waits_.size();
-  state_.assign(total_, 0);
+  total_ = graph_->waits.size();
+  iterations_ = iterations;
   issued_at_.assign(total_, sc_core::SC_ZERO_TIME);
+  waits_ = graph_->waits;
+  state_.assign(total_, 0);
 }
 
 void CommandProcessor::begin() {
   if (rank_ == nullptr) return;  // no program loaded
   for (uint32_t op = 0; op < total_; ++op)
     if (waits_[op] == 0 && state_[op] == 0) issue(op);
+}
+
+void CommandProcessor::start_iteration() {
+  ++iteration_;
+  completed_ = 0;
+  waits_ = graph_->waits;
+  std::fill(state_.begin(), state_.end(), 0);
+  begin();
 }
 
 void CommandProcessor::issue(uint32_t index) {
@@ -116,8 +127,10 @@ void CommandProcessor::complete(uint32_t index) {
   const uint32_t* end = graph_->successors.data() + graph_->successor_begin[index + 1];
   for (const uint32_t* s = begin; s != end; ++s)
     if (--waits_[*s] == 0) issue(*s);
-  if (completed_ == total_) finish_ = sc_core::sc_time_stamp();
   if (monitor_ != nullptr) monitor_->op_completed();
+  if (completed_ != total_) return;
+  finish_ = sc_core::sc_time_stamp();
+  if (iteration_ + 1 < iterations_) start_iteration();
 }
 
 std::vector<uint32_t> CommandProcessor::in_flight() const {

@@ -36,13 +36,17 @@ class CommandProcessor : public sc_core::sc_module {
   CommandProcessor(sc_core::sc_module_name name, protocol::PayloadPool& pool,
                    GpuActivity& activity);
 
-  // Loads the rank's program; it starts at time zero.
+  // Loads the rank's program; it starts at time zero and runs `iterations` times, each
+  // iteration as soon as the rank's previous one has completed (the state of one iteration is
+  // reused, so memory stays flat however many run).
   void load(const workloads::Job& job, const workloads::Rank& rank,
-            std::shared_ptr<const ProgramGraph> graph, ProgressMonitor* monitor);
+            std::shared_ptr<const ProgramGraph> graph, ProgressMonitor* monitor,
+            uint64_t iterations = 1);
 
-  bool finished() const { return completed_ == total_; }
-  uint64_t completed_ops() const { return completed_; }
-  uint64_t total_ops() const { return total_; }
+  bool finished() const { return iteration_ + 1 >= iterations_ && completed_ == total_; }
+  // Ops completed over every iteration.
+  uint64_t completed_ops() const { return iteration_ * total_ + completed_; }
+  uint64_t total_ops() const { return iterations_ * total_; }
   sc_core::sc_time finish_time() const { return finish_; }
   // Ops issued and not completed, in issue order.
   std::vector<uint32_t> in_flight() const;
@@ -51,6 +55,7 @@ class CommandProcessor : public sc_core::sc_module {
 
  private:
   void begin();
+  void start_iteration();
   void issue(uint32_t op);
   void complete(uint32_t op);
   tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
@@ -65,8 +70,10 @@ class CommandProcessor : public sc_core::sc_module {
   std::vector<uint32_t> waits_;
   std::vector<uint8_t> state_;              // 0 waiting, 1 issued, 2 complete
   std::vector<sc_core::sc_time> issued_at_;  // for collective spans
-  uint64_t completed_ = 0;
-  uint64_t total_ = 0;
+  uint64_t completed_ = 0;  // in the current iteration
+  uint64_t total_ = 0;      // ops of one iteration
+  uint64_t iteration_ = 0;
+  uint64_t iterations_ = 1;
   sc_core::sc_time finish_;
 };
 

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tlm/time_span.h"
+#include "workloads/limits.h"
+
 namespace tessera::models {
 
 using sc_core::sc_time;
@@ -15,6 +18,12 @@ ComputeEngine::ComputeEngine(sc_core::sc_module_name name, const GpuSpec& spec,
   protocol::spawn_method("retire", &done_, [this] { kernel_done(); });
 }
 
+std::string ComputeEngine::describe(const protocol::ComputeEvent& k) const {
+  const std::string op = k.name != nullptr ? "'" + *k.name + "'" : std::to_string(k.op);
+  return std::string(name()) + ": op " + op + " (" + limits::shown(k.flops) + " FLOPs, " +
+         limits::shown(k.bytes) + " bytes)";
+}
+
 sc_time ComputeEngine::kernel_time(const protocol::ComputeEvent& k) const {
   double seconds;
   if (copy_engine_ || k.memory_copy) {
@@ -24,7 +33,7 @@ sc_time ComputeEngine::kernel_time(const protocol::ComputeEvent& k) const {
     seconds = std::max(k.flops / peak, hbm_.transfer_seconds(k.bytes));
   }
   seconds += spec_.kernel_overhead_us * 1e-6;
-  return sc_time::from_value(static_cast<sc_dt::uint64>(std::ceil(seconds * 1e12)));
+  return protocol::delay_after_now(seconds, [&] { return describe(k); });
 }
 
 tlm::tlm_sync_enum ComputeEngine::nb_transport_fw(tlm::tlm_generic_payload& gp,
@@ -49,7 +58,7 @@ void ComputeEngine::start_next() {
     // The compute model once per kernel: its time and the host's part of it.
     const KernelTime t = timer_->kernel_time(kernel);
     host_share_ = t.total() > 0 ? t.host_s / t.total() : 0;
-    full = sc_time::from_value(static_cast<sc_dt::uint64>(std::ceil(t.total() * 1e12)));
+    full = protocol::delay_after_now(t.total(), [&] { return describe(kernel); });
   } else {
     full = kernel_time(kernel);
   }
@@ -59,7 +68,7 @@ void ComputeEngine::start_next() {
     return;
   }
   remaining_ = full.to_seconds();
-  done_.notify(sc_time::from_value(static_cast<sc_dt::uint64>(std::ceil(remaining_ / share_ * 1e12))));
+  done_.notify(protocol::delay_after_now(remaining_ / share_, [&] { return describe(kernel); }));
 }
 
 void ComputeEngine::set_sm_share(double share) {
@@ -71,7 +80,7 @@ void ComputeEngine::set_sm_share(double share) {
     remaining_ = std::max(0.0, remaining_ - (now - progress_at_).to_seconds() * share_);
     progress_at_ = now;
     done_.cancel();
-    done_.notify(sc_time::from_value(static_cast<sc_dt::uint64>(std::ceil(remaining_ / share * 1e12))));
+    done_.notify(protocol::delay_after_now(remaining_ / share, [&] { return describe(protocol::compute_event(*running_)); }));
   }
   share_ = share;
 }

@@ -26,6 +26,8 @@ class ComputeEngine : public sc_core::sc_module {
   // Time one kernel (or copy) takes on an otherwise idle engine by the roofline (kernels of a GPU
   // with a KernelTimer are timed by the timer instead).
   sc_core::sc_time kernel_time(const protocol::ComputeEvent& kernel) const;
+  // "platform.node0.gpu0.compute: the kernel of op 3 (...)", for an error about it.
+  std::string describe(const protocol::ComputeEvent& kernel) const;
 
   // The share of the GPU's SMs kernels may use (collective kernels hold the rest). A running
   // kernel's remaining work is re-timed at the new rate; the copy engine uses no SMs.

@@ -57,8 +57,8 @@ TEST(CalibrateCommand, BadInputNamesTheOptionAndValue) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--out", out}, "--kineto: missing"},
       {{"--kineto", kRank0}, "--out: missing"},
-      {{"--kineto", kRank0, "--out", "/nonexistent/dir/c.yaml"}, "--out /nonexistent/dir/c.yaml: no directory"},
-      {{"--kineto", "/nonexistent/t.json", "--out", out}, "--kineto /nonexistent/t.json: cannot open file"},
+      {{"--kineto", kRank0, "--out", "/nonexistent/dir/c.yaml"}, "--out /nonexistent/dir/c.yaml: cannot write (no folder /nonexistent/dir)"},
+      {{"--kineto", "/nonexistent/t.json", "--out", out}, "--kineto /nonexistent/t.json: cannot read (no such file)"},
       {{"--kineto", kDlrm, "--out", out},
        "--kineto " + kDlrm + ": deviceProperties[0].name: unknown GPU (got 'Tesla V100-SXM2-32GB'"},
       {{"--kineto", kDlrm, "--out", out, "--gpu", "V100"}, "--gpu V100: unknown GPU type (known: A100-SXM4-80GB"},

@@ -152,7 +152,7 @@ TEST(KernelTable, EveryLoadErrorNamesFileLineAndKey) {
        ":4: kernels[0].elements: expected a positive integer (got 0)"},
       {"duplicate_key", "  - {kind: gemm, dtype: fp16, m: 1, n: 2, k: 3, us: 4}\n"
                         "  - {kind: gemm, dtype: fp16, m: 1, m: 1, n: 2, k: 3, us: 4}\n",
-       ":5: kernels[1].m: duplicate key"},
+       ":5: key 'kernels[1].m': duplicate key"},
       {"duplicate_kernel", "  - {kind: gemm, dtype: fp16, m: 1, n: 2, k: 3, us: 4}\n"
                            "  - {kind: gemm, dtype: fp16, m: 1, n: 2, k: 3, us: 5}\n",
        ":5: kernels[1]: duplicate kernel (gemm, fp16, m 1, n 2, k 3 is listed before)"},
@@ -160,7 +160,7 @@ TEST(KernelTable, EveryLoadErrorNamesFileLineAndKey) {
       {"gpu_missing", "source: x\nkernels: []\n", ":1: gpu: missing", true},
       {"gpu_empty", "gpu: \"\"\nkernels: []\n", ":1: gpu: unknown GPU type (got nothing; accepted: A100-SXM4-80GB", true},
       {"gpu_unknown", "gpu: V100\nkernels: []\n", ":1: gpu: unknown GPU type (got V100; accepted: A100-SXM4-80GB", true},
-      {"top_duplicate", "gpu: A100-SXM4-80GB\ngpu: B200\nkernels: []\n", ":2: gpu: duplicate key", true},
+      {"top_duplicate", "gpu: A100-SXM4-80GB\ngpu: B200\nkernels: []\n", ":2: key 'gpu': duplicate key", true},
       {"top_unknown", "gpu: A100-SXM4-80GB\nkernel: []\n", ":2: kernel: unknown key (accepted: gpu, source, kernels)", true},
       {"kernels_missing", "gpu: A100-SXM4-80GB\n", ":1: kernels: missing", true},
       {"kernels_not_list", "gpu: A100-SXM4-80GB\nkernels: 3\n", ":2: kernels: expected a list of kernels", true},

@@ -158,7 +158,7 @@ TEST(Cli, BadInputGetsOneLineAndStatus2) {
   expect_bad_input("run --hidden abc", "hidden");
   expect_bad_input("run --chunk-kib 0", "chunk-kib");
   expect_bad_input("run --gpus -1", "gpus");
-  expect_bad_input("run --nvlink-bandwidth-gbps -5", "node.nvlink.link.bandwidth_gb_per_s: must be positive");
+  expect_bad_input("run --nvlink-bandwidth-gbps -5", "--nvlink-bandwidth-gbps: must be a number in [0.001, 1000000], got -5");
   expect_bad_input("run --bucket-mb 0", "bucket-mb");
   expect_bad_input("run --heads 7", "heads (7) must divide hidden (2048)");
   expect_bad_input("run --global-batch 20", "global-batch (20)");
@@ -247,9 +247,9 @@ TEST(Cli, MalformedJobFilesNameFileLineAndKey) {
   const std::string unknown = write_file("unknown.yaml", "ranks:\n  - ops:\n      - {kind: compute, flops: 1, flopz: 2}\n");
   expect_bad_input("run --job " + unknown, unknown + ":3: key 'ranks[0].ops[0].flopz': unknown key");
   const std::string negative = write_file("neg.yaml", "ranks:\n  - ops:\n      - kind: compute\n        flops: -5\n");
-  expect_bad_input("run --job " + negative, negative + ":4: key 'ranks[0].ops[0].flops': must be non-negative");
+  expect_bad_input("run --job " + negative, negative + ":4: key 'ranks[0].ops[0].flops': must be a number in [0, 1e+21], got -5");
   const std::string zero = write_file("zero.yaml", "communicators: {w: [0, 1]}\nranks:\n  - ops: [{kind: allreduce, communicator: w, bytes: 0}]\n  - ops: [{kind: allreduce, communicator: w, bytes: 0}]\n");
-  expect_bad_input("run --job " + zero, "bytes': must be positive");
+  expect_bad_input("run --job " + zero, "bytes': must be an integer in [1, 1125899906842624], got 0");
   const std::string nocomm = write_file("nocomm.yaml", "ranks:\n  - ops: [{kind: allreduce, communicator: w, bytes: 8}]\n");
   expect_bad_input("run --job " + nocomm, "unknown communicator 'w'");
 }
@@ -376,7 +376,7 @@ TEST(Cli, BadPlatformsGetOneLineNamingFileLineKey) {
   expect_bad_input("describe --platform " + bad + "torus_dims_mismatch.yaml",
                    bad + "torus_dims_mismatch.yaml:8: network.torus_dims");
   expect_bad_input("describe --platform dgx-h100 --set network.oversubscription=0.5",
-                   "--set network.oversubscription: must be at least 1");
+                   "--set network.oversubscription: must be a number in [1, 1024], got 0.5");
   expect_bad_input("run --platform dgx-h100 --set network.oversubscription=0.5",
                    "network.oversubscription");
 }

@@ -294,7 +294,7 @@ TEST(Settings, ErrorsNameTheOverride) {
   expect_setting_error([&] { apply_setting(c, "gpu=H100-SXM"); },
                        "--set gpu: unknown GPU type 'H100-SXM' (did you mean 'H100-SXM5-80GB'?)");
   expect_setting_error([&] { load_platform("dgx-h100", {"network.oversubscription=0.5"}); },
-                       "--set network.oversubscription: must be at least 1");
+                       "--set network.oversubscription: must be a number in [1, 1024], got 0.5");
   expect_setting_error([&] { load_platform("dgx-h100", {"node.pcie.switches=3"}); },
                        "--set node.pcie.switches: 3 PCIe switches do not divide");
 }
@@ -351,7 +351,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "unknown key (did you mean 'oversubscription'?)"},
         BadFile{"wrong_type.yaml", 2, "nodes", "expected an integer, got 'four'"},
         BadFile{"negative_bandwidth.yaml", 8, "node.nvlink.link.bandwidth_gb_per_s",
-                "must be positive, got -25"},
+                "must be a number in [0.001, 1000000], got -25"},
         BadFile{"missing_gpu.yaml", 3, "gpu", "missing: a platform names its GPU type"},
         BadFile{"unknown_gpu.yaml", 2, "gpu",
                 "unknown GPU type 'H100-SXM5' (did you mean 'H100-SXM5-80GB'?)"},
@@ -368,16 +368,16 @@ INSTANTIATE_TEST_SUITE_P(
                 "a 4x4 torus has 16 switches, one per node, but nodes is 8"},
         BadFile{"yaml_syntax.yaml", 6, "", "YAML syntax error"},
         BadFile{"duplicate_key.yaml", 5, "nodes", "duplicate key (first given at line 2)"},
-        BadFile{"zero_nodes.yaml", 2, "nodes", "must be at least 1, got 0"},
+        BadFile{"zero_nodes.yaml", 2, "nodes", "must be an integer in [1, 65536], got 0"},
         BadFile{"pcie_not_dividing.yaml", 6, "node.pcie.switches",
                 "3 PCIe switches do not divide the node's 8 GPUs evenly"},
         BadFile{"oversubscription_below_one.yaml", 9, "network.oversubscription",
-                "must be at least 1"},
+                "must be a number in [1, 1024]"},
         BadFile{"tiers_four.yaml", 7, "network.tiers", "must be 2, 3 or 0 (the fewest that fit), got 4"},
         BadFile{"network_without_nics.yaml", 6, "node.nics.count",
                 "topology fat-tree connects the nodes' NICs, but the node has none"},
         BadFile{"negative_latency.yaml", 7, "network.switch_latency_ns",
-                "must not be negative, got -130"},
+                "must be a number in [0, 1000000000], got -130"},
         BadFile{"gpu_inline_incomplete.yaml", 2, "gpu.sm_count", "missing"},
         BadFile{"gpu_efficiency_above_one.yaml", 3, "gpu.compute_efficiency",
                 "must be a fraction in (0, 1], got 1.2"},
@@ -400,7 +400,7 @@ TEST(BadInput, UnreadableFile) {
   } catch (const PlatformFileError& e) {
     EXPECT_EQ(e.line(), 0);
     EXPECT_EQ(std::string(e.what()),
-              kBad + "/no_such_file.yaml: cannot read (No such file or directory)");
+              kBad + "/no_such_file.yaml: cannot read (no such file)");
   }
 }
 

@@ -136,7 +136,8 @@ TEST(EmbeddingTp, CollectivesWithSequenceParallelism) {
     if (op.kind != OpKind::Collective) continue;
     EXPECT_TRUE(name.rfind("embedding.", 0) != 0 && name.rfind("output.", 0) != 0) << name;
   }
-  const Op& replica = only(ops_by_name(one), "embedding_replica_grads.allreduce");
+  const auto one_ops = ops_by_name(one);  // `only` returns a reference into it
+  const Op& replica = only(one_ops, "embedding_replica_grads.allreduce");
   EXPECT_EQ(replica.message_bytes, uint64_t(V * H * 4));
   EXPECT_EQ(members(one, 0, replica.slot), (std::vector<int>{0, 1, 2, 3}));
 }
@@ -231,7 +232,7 @@ TEST(EmbeddingTp, ImpossibleValuesNameThem) {
             "split, got embedding.tp 2");
   Strategy s;
   EXPECT_EQ(error_of([&] { set_strategy_option(s, "embedding-tp", "0"); }),
-            "--embedding-tp expects an integer >= 1, got '0'");
+            "--embedding-tp expects an integer in [1, 65536], got '0'");
 }
 
 TEST(EmbeddingTp, StrategyTreeInYaml) {
@@ -243,7 +244,7 @@ TEST(EmbeddingTp, StrategyTreeInYaml) {
   EXPECT_EQ(s.embedding_tp, 2);
   std::ofstream(path) << "tp: 4\nembedding:\n  tp: two\n";
   EXPECT_EQ(error_of([&] { apply_strategy_file(s, path); }),
-            path + ":3: key 'embedding.tp': --embedding-tp expects an integer, got 'two'");
+            path + ":3: key 'embedding.tp': --embedding-tp expects an integer in [1, 65536], got 'two'");
   std::ofstream(path) << "embedding: {tpp: 2}\n";
   EXPECT_EQ(error_of([&] { apply_strategy_file(s, path); }),
             path + ":1: key 'embedding.tpp': unknown strategy option 'embedding.tpp'");

@@ -1,0 +1,77 @@
+#include "sc_main/watchdog.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include "sc_main/cli.h"
+#include "sc_main/input_error.h"
+
+namespace po = boost::program_options;
+
+namespace tessera::app {
+namespace {
+
+double machine_memory_bytes() {
+  return double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
+}
+
+double resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  double pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * double(sysconf(_SC_PAGESIZE));
+}
+
+[[noreturn]] void stop_run(const char* what, double value, double limit, const char* option) {
+  if (isatty(STDERR_FILENO)) std::fprintf(stderr, "\r%70s\r", "");  // the progress line
+  std::fprintf(stderr, "tessera: error: the run stopped: %s %.3g beyond %s %.3g (nothing was written)\n", what, value,
+               option, limit);
+  std::fflush(stderr);
+  _exit(kLimitReached);
+}
+
+}  // namespace
+
+po::options_description watchdog_options(WatchdogSettings& s) {
+  po::options_description limits("limits of a run");
+  limits.add_options()
+      ("max-wall-s", po::value(&s.max_wall_s)->default_value(0), "stop the run (exit 5) after this many seconds of wall-clock time (0: no limit)")
+      ("max-memory-gib", po::value(&s.max_memory_gib)->default_value(0), "stop the run (exit 5) when it holds more memory than this, GiB (0: 90% of the machine's)");
+  return limits;
+}
+
+void check_watchdog_settings(const WatchdogSettings& s) {
+  check_option("--max-wall-s", s.max_wall_s, limits::non_negative(1e9));
+  check_option("--max-memory-gib", s.max_memory_gib, limits::non_negative(1 << 20));
+}
+
+Watchdog::Watchdog(const WatchdogSettings& s) {
+  const double memory = s.max_memory_gib > 0 ? s.max_memory_gib * double(1 << 30) : 0.9 * machine_memory_bytes();
+  thread_ = std::thread([this, wall = s.max_wall_s, memory] { watch(wall, memory); });
+}
+
+Watchdog::~Watchdog() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  stop_.notify_all();
+  thread_.join();
+}
+
+void Watchdog::watch(double max_wall_s, double max_memory_bytes) {
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stop_.wait_for(lock, std::chrono::milliseconds(100), [this] { return stopping_; })) {
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (max_wall_s > 0 && wall > max_wall_s) stop_run("wall-clock time (s)", wall, max_wall_s, "--max-wall-s");
+    const double resident = resident_bytes();
+    if (resident > max_memory_bytes)
+      stop_run("memory (GiB)", resident / double(1 << 30), max_memory_bytes / double(1 << 30), "--max-memory-gib");
+  }
+}
+
+}  // namespace tessera::app
