@@ -22,8 +22,8 @@ struct MeasuredCurve {
 
 // Reads the CSV. With an in-place time column the bus bandwidth is recomputed from the time
 // (the printed busbw has two decimals, too coarse for small sizes): busbw = size/time * factor.
-// `busbw_factor` is nccl-tests' factor for the operation. Throws std::runtime_error naming the
-// file and line on bad input.
+// `busbw_factor` is nccl-tests' factor for the operation. Throws workloads::InputError naming the
+// file, line and column on bad input.
 MeasuredCurve read_measured_curve(const std::string& path, double busbw_factor);
 
 }  // namespace tessera::calibration

@@ -1,10 +1,8 @@
 #include "calibration/validation_cases.h"
 
 #include <cmath>
-#include <fstream>
-#include <map>
-#include <sstream>
 
+#include "calibration/csv_table.h"
 #include "platforms/platform_file.h"
 #include "workloads/errors.h"
 
@@ -13,74 +11,7 @@ namespace {
 
 using workloads::InputError;
 
-// One CSV row: cells by column name, with the file and line for errors.
-struct Row {
-  std::string file;
-  int line = 0;
-  std::map<std::string, std::string> cells;
-
-  bool has(const std::string& column) const {
-    auto it = cells.find(column);
-    return it != cells.end() && !it->second.empty();
-  }
-  [[noreturn]] void fail(const std::string& column, const std::string& what) const {
-    throw InputError(file + ":" + std::to_string(line) + ": column '" + column + "': " + what);
-  }
-  const std::string& text(const std::string& column) const {
-    if (!has(column)) fail(column, "missing (the layout needs it)");
-    return cells.at(column);
-  }
-  double number(const std::string& column) const {
-    const std::string& t = text(column);
-    char* end = nullptr;
-    const double v = std::strtod(t.c_str(), &end);
-    if (end == t.c_str() || *end != '\0' || !std::isfinite(v) || v <= 0)
-      fail(column, "must be a positive number (got '" + t + "')");
-    return v;
-  }
-  int64_t integer(const std::string& column) const {
-    const double v = number(column);
-    if (v != std::floor(v) || v > 1e9) fail(column, "must be a positive integer (got '" + text(column) + "')");
-    return static_cast<int64_t>(v);
-  }
-  std::string integer_text(const std::string& column) const { return std::to_string(integer(column)); }
-};
-
-std::vector<std::string> split(const std::string& line) {
-  std::vector<std::string> out;
-  std::stringstream in(line);
-  std::string cell;
-  while (std::getline(in, cell, ',')) {
-    const auto a = cell.find_first_not_of(" \t\r"), b = cell.find_last_not_of(" \t\r");
-    out.push_back(a == std::string::npos ? "" : cell.substr(a, b - a + 1));
-  }
-  if (!line.empty() && line.back() == ',') out.push_back("");
-  return out;
-}
-
-std::vector<Row> read_rows(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot read the cases file");
-  std::vector<Row> rows;
-  std::vector<std::string> header;
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos || line[0] == '#') continue;
-    const std::vector<std::string> cells = split(line);
-    if (header.empty()) {
-      header = cells;
-      continue;
-    }
-    if (cells.size() != header.size())
-      throw InputError(path + ":" + std::to_string(number) + ": " + std::to_string(cells.size()) +
-                       " cells, the header has " + std::to_string(header.size()));
-    Row row{path, number, {}};
-    for (size_t i = 0; i < cells.size(); ++i) row.cells[header[i]] = cells[i];
-    rows.push_back(std::move(row));
-  }
-  if (header.empty()) throw InputError(path + ": no header line (and no cases)");
-  return rows;
-}
+using Row = CsvRow;
 
 std::string stem(const std::string& path) {
   std::string name = path.substr(path.find_last_of('/') + 1);
@@ -175,7 +106,7 @@ std::vector<ValidationCase> layer_cases(const Row& r, const CaseDefaults& d) {
 
 std::vector<ValidationCase> read_validation_cases(const std::string& path, const CaseDefaults& d) {
   std::vector<ValidationCase> cases;
-  for (const Row& r : read_rows(path)) {
+  for (const Row& r : read_csv_table(path, "cases file").rows) {
     std::vector<ValidationCase> more;
     if (r.cells.count("measured_iteration_s")) more = iteration_cases(r, d);
     else if (r.cells.count("full_recompute_iteration_s")) more = recompute_cases(r, d);

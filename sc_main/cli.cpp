@@ -144,9 +144,12 @@ void check_workload_value(const std::string& key, const std::string& value,
   }
 }
 
+// Where a config file set each option: key -> line.
+using ConfigLines = std::map<std::string, int>;
+
 // Reads a config file of 'key = value' lines; names file, line and key on any problem.
-void read_config_file(const std::string& path, const po::options_description& desc,
-                      po::variables_map& vm) {
+ConfigLines read_config_file(const std::string& path, const po::options_description& desc,
+                             po::variables_map& vm) {
   require_input_file(path, "config file");
   std::ifstream in(path);
   std::string line;
@@ -194,6 +197,27 @@ void read_config_file(const std::string& path, const po::options_description& de
   } catch (const po::error& e) {
     throw InputError(path + ": " + e.what());
   }
+  ConfigLines lines;
+  for (const auto& [key, at] : keys) lines[key] = at;
+  return lines;
+}
+
+// An error about option --KEY whose value came from the config file (not the command line)
+// names the file, line and key instead: "run.cfg:3: key 'nodes': must be ...".
+std::string with_config_source(const std::string& message, const std::string& path,
+                               const ConfigLines& lines, const std::vector<std::string>& args) {
+  for (const auto& [key, at] : lines) {
+    const std::string option = "--" + key;
+    if (message.rfind(option, 0) != 0 || message.size() == option.size()) continue;
+    const char next = message[option.size()];
+    if (next != ':' && next != ' ') continue;
+    for (const std::string& a : args)
+      if (a == option || a.rfind(option + "=", 0) == 0) return message;  // the command line's value
+    std::string rest = message.substr(option.size());
+    rest.erase(0, rest.find_first_not_of(": "));
+    return input_error(path, at, key, rest).what();
+  }
+  return message;
 }
 
 // Options a job file's own programs leave nothing to do for.
@@ -247,6 +271,8 @@ Workload build_workload(const RunSettings& s, const po::variables_map& vm,
   return {std::move(compiled.job), std::move(compiled.memory)};
 }
 
+int run_simulation(RunSettings& s, po::variables_map& vm, std::ostream& out, std::ostream& err);
+
 int command_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   RunSettings s;
   po::options_description desc = run_options(s);
@@ -256,7 +282,22 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
     out << desc << "\n";
     return kOk;
   }
-  if (vm.count("config")) read_config_file(vm["config"].as<std::string>(), desc, vm);
+  if (!vm.count("config")) return run_simulation(s, vm, out, err);
+  const std::string path = vm["config"].as<std::string>();
+  const ConfigLines lines = read_config_file(path, desc, vm);
+  try {
+    return run_simulation(s, vm, out, err);
+  } catch (const std::runtime_error& e) {
+    if (dynamic_cast<const InputError*>(&e) == nullptr && dynamic_cast<const workloads::InputError*>(&e) == nullptr)
+      throw;
+    const std::string message = with_config_source(e.what(), path, lines, args);
+    if (message == e.what()) throw;
+    throw InputError(message);
+  }
+}
+
+// `tessera run` once its options are read: checks, builds, simulates and reports.
+int run_simulation(RunSettings& s, po::variables_map& vm, std::ostream& out, std::ostream& err) {
   try {
     po::notify(vm);
   } catch (const po::error& e) {

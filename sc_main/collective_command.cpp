@@ -222,13 +222,7 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
   }
   const double busbw_factor = calibration::bus_bandwidth_factor(workloads::to_string(parse_op(op)), gpu_count);
   calibration::MeasuredCurve measured;
-  if (!compare.empty()) {
-    try {
-      measured = calibration::read_measured_curve(compare, busbw_factor);
-    } catch (const std::runtime_error& e) {
-      throw InputError(e.what());
-    }
-  }
+  if (!compare.empty()) measured = calibration::read_measured_curve(compare, busbw_factor);
 
   const std::vector<SweepRow> rows = [&] {
     const Watchdog guard(watchdog);

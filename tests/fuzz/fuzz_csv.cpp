@@ -6,7 +6,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = fuzzing::as_file(data, size, ".csv");
-  fuzzing::expect_input_errors_only<tessera::workloads::InputError, std::runtime_error>(
+  fuzzing::expect_input_errors_only<tessera::workloads::InputError>(
       [&] { tessera::calibration::read_measured_curve(path, 1.75); });
   fuzzing::expect_input_errors_only<tessera::workloads::InputError>(
       [&] { tessera::calibration::read_validation_cases(path, {}); });
