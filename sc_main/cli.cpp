@@ -353,7 +353,9 @@ int run_simulation(RunSettings& s, po::variables_map& vm, std::ostream& out, std
   options.kernel_timer = make_kernel_timer(s.compute, platform, load_framework_option(s.compute), &compute_note);
   if (!compute_note.empty() && !s.quiet) err << "tessera: note: " << compute_note << "\n";
   const SimulationResult result = [&] {
-    const Watchdog watchdog(s.watchdog);
+    uint64_t ops = 0;
+    for (const workloads::Rank& r : job.ranks) ops += r.program ? r.program->ops.size() : 0;
+    const Watchdog watchdog(s.watchdog, expected_memory_bytes(platform.nodes, ops));
     return simulate(platform, job, options);
   }();
   if (result.deadlocked) {

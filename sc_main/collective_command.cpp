@@ -225,7 +225,7 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
   if (!compare.empty()) measured = calibration::read_measured_curve(compare, busbw_factor);
 
   const std::vector<SweepRow> rows = [&] {
-    const Watchdog guard(watchdog);
+    const Watchdog guard(watchdog, expected_memory_bytes(platform.nodes, 0));
     return run_sweep(platform, s);
   }();
 

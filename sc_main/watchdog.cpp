@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -25,10 +26,11 @@ double resident_bytes() {
   return resident * double(sysconf(_SC_PAGESIZE));
 }
 
-[[noreturn]] void stop_run(const char* what, double value, double limit, const char* option) {
+[[noreturn]] void stop_run(const char* what, double value, double limit, const char* option,
+                          const char* why = "") {
   if (isatty(STDERR_FILENO)) std::fprintf(stderr, "\r%70s\r", "");  // the progress line
-  std::fprintf(stderr, "tessera: error: the run stopped: %s %.3g beyond %s %.3g (nothing was written)\n", what, value,
-               option, limit);
+  std::fprintf(stderr, "tessera: error: the run stopped: %s %.3g beyond %s %.3g%s (nothing was written)\n", what,
+               value, option, limit, why);
   std::fflush(stderr);
   _exit(kLimitReached);
 }
@@ -39,7 +41,7 @@ po::options_description watchdog_options(WatchdogSettings& s) {
   po::options_description limits("limits of a run");
   limits.add_options()
       ("max-wall-s", po::value(&s.max_wall_s)->default_value(0), "stop the run (exit 5) after this many seconds of wall-clock time (0: no limit)")
-      ("max-memory-gib", po::value(&s.max_memory_gib)->default_value(0), "stop the run (exit 5) when it holds more memory than this, GiB (0: 90% of the machine's)");
+      ("max-memory-gib", po::value(&s.max_memory_gib)->default_value(0), "stop the run (exit 5) when it holds more memory than this, GiB (0: four times what its size needs, at most 90% of the machine's)");
   return limits;
 }
 
@@ -48,9 +50,18 @@ void check_watchdog_settings(const WatchdogSettings& s) {
   check_option("--max-memory-gib", s.max_memory_gib, limits::non_negative(1 << 20));
 }
 
-Watchdog::Watchdog(const WatchdogSettings& s) {
-  const double memory = s.max_memory_gib > 0 ? s.max_memory_gib * double(1 << 30) : 0.9 * machine_memory_bytes();
-  thread_ = std::thread([this, wall = s.max_wall_s, memory] { watch(wall, memory); });
+double expected_memory_bytes(int64_t nodes, uint64_t ops) {
+  return 256.0 * (1 << 20) + 16.0 * 1024 * double(nodes) * double(nodes) + 64.0 * double(ops);
+}
+
+double memory_limit_bytes(double expected_bytes) {
+  return std::min(0.9 * machine_memory_bytes(), std::max(2.0 * (1 << 30), 4 * expected_bytes));
+}
+
+Watchdog::Watchdog(const WatchdogSettings& s, double expected_bytes) {
+  const bool from_size = s.max_memory_gib == 0;
+  const double memory = from_size ? memory_limit_bytes(expected_bytes) : s.max_memory_gib * double(1 << 30);
+  thread_ = std::thread([this, wall = s.max_wall_s, memory, from_size] { watch(wall, memory, from_size); });
 }
 
 Watchdog::~Watchdog() {
@@ -62,7 +73,7 @@ Watchdog::~Watchdog() {
   thread_.join();
 }
 
-void Watchdog::watch(double max_wall_s, double max_memory_bytes) {
+void Watchdog::watch(double max_wall_s, double max_memory_bytes, bool from_size) {
   const auto start = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_.wait_for(lock, std::chrono::milliseconds(100), [this] { return stopping_; })) {
@@ -70,7 +81,8 @@ void Watchdog::watch(double max_wall_s, double max_memory_bytes) {
     if (max_wall_s > 0 && wall > max_wall_s) stop_run("wall-clock time (s)", wall, max_wall_s, "--max-wall-s");
     const double resident = resident_bytes();
     if (resident > max_memory_bytes)
-      stop_run("memory (GiB)", resident / double(1 << 30), max_memory_bytes / double(1 << 30), "--max-memory-gib");
+      stop_run("memory (GiB)", resident / double(1 << 30), max_memory_bytes / double(1 << 30), "--max-memory-gib",
+               from_size ? ", the default for this run's size: it grew far beyond what its GPUs and ops need" : "");
   }
 }
 
