@@ -54,7 +54,9 @@ void require_kineto_trace(const std::string& path) {
 void check_settings(const CalibrateSettings& s) {
   if (s.traces.empty()) throw InputError("--kineto: missing (at least one profiler trace)");
   if (s.out.empty()) throw InputError("--out: missing (the calibration file to write)");
-  check_output_paths({{"--out", s.out}});
+  std::vector<OutputPath> inputs;
+  for (const std::string& trace : s.traces) inputs.push_back({"--kineto", trace});
+  check_output_paths({{"--out", s.out}}, inputs);
   for (const std::string& trace : s.traces) require_kineto_trace(trace);
   if (s.gpu.empty()) return;
   const std::vector<std::string> known = platforms::list_gpus();

@@ -304,7 +304,10 @@ int run_simulation(RunSettings& s, po::variables_map& vm, std::ostream& out, std
     throw InputError(e.what());
   }
   check_run_settings(s, vm);
-  check_output_paths({{"--report", s.report}, {"--trace", s.trace}});
+  check_output_paths({{"--report", s.report}, {"--trace", s.trace}},
+                     {{"--config", s.config}, {"--platform", s.platform.platform}, {"--model", s.model},
+                      {"--strategy", s.strategy_file}, {"--job", s.job}, {"--calibration", s.compute.calibration},
+                      {"--framework", s.compute.framework}});
 
   std::shared_ptr<const platforms::RoutedTopology> topology;
   platforms::PlatformConfig platform = build_platform(s.platform, &topology);

@@ -178,7 +178,8 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
   desc.add(watchdog_options(watchdog));
   po::variables_map vm;
   if (!parse_command_options(args, desc, out, vm)) return kOk;
-  check_output_paths({{"--report", report}, {"--svg", svg}});
+  check_output_paths({{"--report", report}, {"--svg", svg}},
+                     {{"--compare", compare}, {"--platform", platform_settings.platform}});
   check_watchdog_settings(watchdog);
   if (!compare.empty()) require_input_file(compare, "--compare");
   SweepSettings s;

@@ -85,8 +85,13 @@ void replace(const std::string& temporary, const std::string& path) {
 
 }  // namespace
 
-void check_output_paths(const std::vector<OutputPath>& outputs) {
+void check_output_paths(const std::vector<OutputPath>& outputs, const std::vector<OutputPath>& inputs) {
   std::vector<std::pair<fs::path, std::string>> seen;  // canonical path, option
+  for (const OutputPath& i : inputs) {
+    std::error_code ec;
+    if (!i.path.empty() && fs::is_regular_file(i.path, ec))
+      seen.emplace_back(fs::weakly_canonical(fs::absolute(i.path, ec), ec), i.option + " reads");
+  }
   for (const OutputPath& o : outputs) {
     if (o.path.empty()) continue;
     std::error_code ec;
@@ -100,7 +105,8 @@ void check_output_paths(const std::vector<OutputPath>& outputs) {
     const fs::path canonical = fs::weakly_canonical(fs::absolute(o.path, ec), ec);
     for (const auto& [other, option] : seen)
       if (other == canonical)
-        throw InputError(where + ": " + option + " writes the same file (give each output its own path)");
+        throw InputError(where + ": " + option + (option.find(" reads") == std::string::npos ? " writes" : "") +
+                         " the same file (give each output its own path)");
     seen.emplace_back(canonical, o.option);
   }
 }

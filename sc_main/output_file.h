@@ -24,8 +24,10 @@ struct OutputPath {
 };
 
 // Before any work: each given path can be written (its folder exists and is writable, it is
-// not a folder) and no two outputs name the same file. Throws InputError naming the option.
-void check_output_paths(const std::vector<OutputPath>& outputs);
+// not a folder), no two outputs name the same file and no output names one of the `inputs`
+// the command reads (files that exist; a platform or model given by name is not a file).
+// Throws InputError naming the option.
+void check_output_paths(const std::vector<OutputPath>& outputs, const std::vector<OutputPath>& inputs = {});
 
 // Writes `text` to `path` as a whole or not at all.
 void write_output(const std::string& path, const std::string& text);

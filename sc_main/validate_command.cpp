@@ -230,7 +230,9 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
   s.command_line = "tessera validate";
   for (const std::string& a : args) s.command_line += " " + a;
   check(s, vm);
-  check_output_paths({{"--report", s.report}, {"--svg", s.svg}, {"--markdown", s.markdown}});
+  std::vector<OutputPath> inputs;
+  for (const std::string& file : s.cases) inputs.push_back({"--cases", file});
+  check_output_paths({{"--report", s.report}, {"--svg", s.svg}, {"--markdown", s.markdown}}, inputs);
   for (const std::string& file : s.cases) require_input_file(file, "--cases");
   std::vector<ValidationCase> cases;
   for (const std::string& file : s.cases) {
