@@ -44,4 +44,21 @@ GemmShapeFacts GemmModel::time(int64_t batch, int64_t m, int64_t n, int64_t k, d
   return best;
 }
 
+size_t GemmModel::ShapeHash::operator()(const Shape& s) const {
+  size_t h = std::hash<int64_t>()(s.batch);
+  for (int64_t v : {s.m, s.n, s.k}) h = h * 1000003u ^ std::hash<int64_t>()(v);
+  h = h * 1000003u ^ std::hash<double>()(s.element_bytes);
+  return h * 1000003u ^ std::hash<double>()(s.peak_flops);
+}
+
+double GemmModel::seconds(int64_t batch, int64_t m, int64_t n, int64_t k, double element_bytes,
+                          double peak_flops) const {
+  const Shape shape{batch, m, n, k, element_bytes, peak_flops};
+  const auto it = seconds_.find(shape);
+  if (it != seconds_.end()) return it->second;
+  const double s = time(batch, m, n, k, element_bytes, peak_flops).total_s;
+  seconds_.emplace(shape, s);
+  return s;
+}
+
 }  // namespace tessera::calibration

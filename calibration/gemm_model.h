@@ -12,7 +12,9 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -42,16 +44,28 @@ class GemmModel {
   // batch independent m x n x k products of `element_bytes`-byte operands at `peak_flops`.
   GemmShapeFacts time(int64_t batch, int64_t m, int64_t n, int64_t k, double element_bytes,
                       double peak_flops) const;
+  // time(...).total_s, remembered per shape: a program runs the same few shapes on every rank
+  // and layer, and the model's search over tiles is most of a kernel's cost to the simulator.
   double seconds(int64_t batch, int64_t m, int64_t n, int64_t k, double element_bytes,
-                 double peak_flops) const {
-    return time(batch, m, n, k, element_bytes, peak_flops).total_s;
-  }
+                 double peak_flops) const;
   const GemmParameters& parameters() const { return p_; }
 
  private:
+  struct Shape {
+    int64_t batch, m, n, k;
+    double element_bytes, peak_flops;
+    bool operator==(const Shape& o) const {
+      return batch == o.batch && m == o.m && n == o.n && k == o.k && element_bytes == o.element_bytes &&
+             peak_flops == o.peak_flops;
+    }
+  };
+  struct ShapeHash {
+    size_t operator()(const Shape& s) const;
+  };
   GemmParameters p_;
   int sms_;
   double hbm_;
+  mutable std::unordered_map<Shape, double, ShapeHash> seconds_;
 };
 
 }  // namespace tessera::calibration

@@ -95,6 +95,31 @@ CollectiveEngine::Transfer CollectiveEngine::transfer(int peer, uint64_t bytes, 
 }
 
 void CollectiveEngine::plan(Instance& inst, const protocol::CollectiveEvent& e) {
+  if (e.splits != nullptr) return plan_schedule(inst, e);  // all-to-all-v: sizes per call
+  const std::pair<uint64_t, uint64_t> shape{
+      e.bytes, uint64_t(uint32_t(e.communicator)) << 24 | uint64_t(e.kind) << 16 | uint64_t(e.algorithm) << 8 |
+                   uint64_t(e.protocol)};
+  const auto it = planned_.find(shape);
+  if (it == planned_.end()) {
+    plan_schedule(inst, e);
+    Instance fresh = inst;
+    fresh.call = nullptr;
+    fresh.early.clear();
+    planned_.emplace(shape, std::move(fresh));
+    return;
+  }
+  // The plan's fields; the call's own (which call, chunks that came early) stay.
+  tlm::tlm_generic_payload* call = inst.call;
+  const uint32_t sequence = inst.sequence;
+  std::vector<uint64_t> early;
+  early.swap(inst.early);
+  inst = it->second;
+  inst.call = call;
+  inst.sequence = sequence;
+  inst.early.swap(early);
+}
+
+void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveEvent& e) {
   const auto& ranks = job_.communicators[e.communicator].ranks;
   const CommunicatorShape& shape = shapes_[e.communicator];
   const int n = static_cast<int>(ranks.size());

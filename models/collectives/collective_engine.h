@@ -36,6 +36,7 @@
 
 #include <cstdint>
 #include <string>
+#include <map>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -200,7 +201,10 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   void launch(uint64_t flow);
   void start_send(tlm::tlm_generic_payload& call);
   void start_receive(tlm::tlm_generic_payload& call);
+  // The call's schedule: a plan made before for a call of the same shape (planned_), or a
+  // new one (plan_schedule).
   void plan(Instance& inst, const protocol::CollectiveEvent& e);
+  void plan_schedule(Instance& inst, const protocol::CollectiveEvent& e);
   void steady_state(Instance& inst) const;
   // Whether rank `peer` is on another of the platform's nodes (its chunks cross the network).
   bool on_another_node(int peer) const;
@@ -236,6 +240,10 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   std::vector<CommunicatorShape> shapes_;
   std::unordered_map<int, CollNetGroups> collnet_;         // by communicator, on first use
   std::unordered_map<uint64_t, Instance> instances_;        // by flow (communicator, call)
+  // Fresh plans by (bytes, communicator | kind | algorithm | protocol): a program repeats each
+  // call shape many times, and planning (the tuner's choice, the schedule, its steady state)
+  // is most of what a call costs the simulator.
+  std::map<std::pair<uint64_t, uint64_t>, Instance> planned_;
   std::unordered_map<uint64_t, Instance> sends_;            // by (peer, tag)
   std::unordered_map<uint64_t, PointToPoint> receives_;     // by (source, tag)
   std::vector<tlm::tlm_generic_payload*> finished_;
