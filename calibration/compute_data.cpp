@@ -78,8 +78,8 @@ MemoryKernelParameters read_memory(const YAML::Node& node, const std::string& fi
 }
 
 std::string file_of(const std::string& gpu_or_path) {
-  if (gpu_or_path.find('/') != std::string::npos || gpu_or_path.size() > 5 &&
-      gpu_or_path.substr(gpu_or_path.size() - 5) == ".yaml")
+  if (gpu_or_path.find('/') != std::string::npos || (gpu_or_path.size() > 5 &&
+      gpu_or_path.substr(gpu_or_path.size() - 5) == ".yaml"))
     return gpu_or_path;
   return compute_data_directory() + "/" + gpu_or_path + ".yaml";
 }
