@@ -29,7 +29,9 @@ TEST(WatchdogMemory, LimitIsFourTimesTheExpectationWithinTheMachine) {
   EXPECT_DOUBLE_EQ(memory_limit_bytes(0), std::min(2 * kGib, 0.9 * machine()));
   EXPECT_DOUBLE_EQ(memory_limit_bytes(1e15), 0.9 * machine());
   const double mid = 0.1 * machine();
-  if (4 * mid > 2 * kGib) EXPECT_DOUBLE_EQ(memory_limit_bytes(mid), 4 * mid);
+  if (4 * mid > 2 * kGib) {
+    EXPECT_DOUBLE_EQ(memory_limit_bytes(mid), 4 * mid);
+  }
 }
 
 }  // namespace
