@@ -19,14 +19,6 @@ TunerConfig tuner_config(const CollectiveEngineConfig& c) {
   t.chunk_bytes = c.chunk_bytes;
   return t;
 }
-uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
-// Steady state (flow fidelity): chunks per transfer of a schedule that keeps its phases (tree),
-// enough to pipeline it through the tree's depth.
-constexpr uint64_t kFlowChunksPerTransfer = 16;
-// The most bytes one chunk (one flow) carries.
-constexpr uint64_t kMaxChunkBytes = 0xffffffffu;
-// Most phases the rings of one call build (ring_channels: a chain of phases per ring).
-constexpr uint32_t kMaxRingPhases = 4096;
 }  // namespace
 
 CollectiveEngine::CollectiveEngine(sc_core::sc_module_name name, int rank,
@@ -79,19 +71,6 @@ tlm::tlm_sync_enum CollectiveEngine::nb_transport_fw(tlm::tlm_generic_payload& g
   phase = tlm::END_REQ;
   delay = sc_core::SC_ZERO_TIME;
   return tlm::TLM_UPDATED;
-}
-
-CollectiveEngine::Transfer CollectiveEngine::transfer(int peer, uint64_t bytes, int channels,
-                                                     uint64_t chunk_bytes) const {
-  Transfer t;
-  t.peer = peer;
-  t.bytes = bytes;
-  if (bytes == 0) return t;
-  uint64_t chunk = chunk_size(bytes, chunk_bytes > 0 ? chunk_bytes : config_.chunk_bytes, channels);
-  if (config_.steady_state) chunk = std::max(chunk, ceil_div(bytes, kFlowChunksPerTransfer));
-  t.chunk_bytes = static_cast<uint32_t>(std::min<uint64_t>(chunk, kMaxChunkBytes));
-  t.chunks = static_cast<uint32_t>(ceil_div(bytes, t.chunk_bytes));
-  return t;
 }
 
 void CollectiveEngine::plan(Instance& inst, const protocol::CollectiveEvent& e) {
@@ -152,260 +131,33 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
   const bool reduce_part = reduce_and_gather || e.kind == CollectiveOp::ReduceScatter;
   const bool gather_part = reduce_and_gather || e.kind == CollectiveOp::AllGather;
   auto& phases = inst.phases;
-  auto add = [&](int after) -> Phase& {
-    phases.emplace_back();
-    phases.back().after = after;
-    return phases.back();
-  };
-  auto last = [&] { return static_cast<int>(phases.size()) - 1; };
-  auto rank_at = [&](int position) { return ranks[((position % n) + n) % n]; };
-
+  ScheduleCall call;
+  call.kind = e.kind;
+  call.bytes = bytes;
+  call.splits = e.splits;
+  call.ranks = &ranks;
+  call.position = p;
+  call.rank = rank_;
+  call.channels = C;
+  call.chunk_bytes = config_.chunk_bytes;
+  call.steady_state = config_.steady_state;
+  call.reduce_part = reduce_part;
+  call.gather_part = gather_part;
+  ScheduleBuilder builder(call, phases);
   switch (algorithm) {
     case CollectiveAlgorithm::Automatic:
-    case CollectiveAlgorithm::Ring: {
-      if (e.kind == CollectiveOp::Broadcast || e.kind == CollectiveOp::Reduce) {
-        // A chain along the ring: broadcast starts at the root (position 0), reduce ends there.
-        const int q = e.kind == CollectiveOp::Broadcast ? p : (p + n - 1) % n;
-        Phase& ph = add(q > 0 ? 0 : -1);
-        if (q + 1 < n) ph.sends.push_back(transfer(rank_at(p + 1), bytes, C));
-        if (q > 0) ph.receives.push_back(transfer(rank_at(p - 1), bytes, C));
-        break;
-      }
-      // Every step sends one segment to the ring successor; across nodes each channel has its
-      // own ring (ring_channels) and carries its share of the segment.
-      const uint64_t segment = ceil_div(bytes, n);
-      const int steps = (reduce_part ? n - 1 : 0) + (gather_part ? n - 1 : 0);
-      // (Each ring is a chain of phases: at most kMaxRingPhases in all, so rings give way to
-      // fewer, wider ones on very large communicators.)
-      const int ring_budget = std::max(1, static_cast<int>(kMaxRingPhases / uint32_t(std::max(1, steps))));
-      const std::vector<RingChannels> rings = ring_channels(shape, p, C, ring_budget);
-      auto on = [&](const RingChannels& ring, int position) {
-        Transfer t = transfer(rank_at(position), ceil_div(segment * ring.channels, C), ring.channels);
-        t.first_channel = static_cast<uint16_t>(ring.first_channel);
-        t.stride = static_cast<uint16_t>(ring.stride);
-        t.channels = static_cast<uint16_t>(ring.channels);
-        return t;
-      };
-      // A ring's steps wait for its own previous step only: the rings are independent.
-      for (const RingChannels& ring : rings) {
-        const int first = static_cast<int>(phases.size());
-        for (int s = 0; s < steps; ++s) {
-          Phase& ph = add(s > 0 ? first + s - 1 : -1);
-          ph.sends.push_back(on(ring, ring.next));
-          ph.receives.push_back(on(ring, ring.previous));
-        }
-      }
-      break;
-    }
-    case CollectiveAlgorithm::Tree: {
-      // Groups of members by node, in communicator order; a chain inside each node and the
-      // in-order binary tree (tree 0) or its mirror image (tree 1) over the nodes.
-      const int g = config_.gpus_per_node;
-      std::vector<int> node_of(n), group_start, group_size;
-      for (int i = 0; i < n; ++i) {
-        const int node = g > 0 ? ranks[i] / g : 0;
-        if (i == 0 || node != (g > 0 ? ranks[i - 1] / g : 0))
-          group_start.push_back(i), group_size.push_back(0);
-        node_of[i] = static_cast<int>(group_start.size()) - 1;
-        ++group_size.back();
-      }
-      const int nodes = static_cast<int>(group_start.size());
-      const bool rooted = e.kind == CollectiveOp::Broadcast || e.kind == CollectiveOp::Reduce;
-      const int trees = rooted ? 1 : 2;
-      for (int t = 0; t < trees; ++t) {
-        const uint64_t share = trees == 1 ? bytes : (t == 0 ? ceil_div(bytes, 2) : bytes / 2);
-        if (share == 0) continue;
-        // Chain position inside the node (tree 1 runs the chain the other way).
-        auto chain_member = [&](int node, int index) {
-          const int size = group_size[node];
-          return group_start[node] + (t == 0 ? index : size - 1 - index);
-        };
-        const int node = node_of[p];
-        const int index = t == 0 ? p - group_start[node] : group_start[node] + group_size[node] - 1 - p;
-        int parent = -1;
-        std::vector<int> children;
-        if (index > 0) parent = chain_member(node, index - 1);
-        if (index + 1 < group_size[node]) children.push_back(chain_member(node, index + 1));
-        if (index == 0) {
-          const int mirrored = t == 0 ? node : nodes - 1 - node;
-          int up, c0, c1;
-          binary_tree(nodes, mirrored, up, c0, c1);
-          auto unmirror = [&](int m) { return t == 0 ? m : nodes - 1 - m; };
-          if (up >= 0) parent = chain_member(unmirror(up), 0);
-          for (int c : {c0, c1})
-            if (c >= 0) children.push_back(chain_member(unmirror(c), 0));
-        }
-        const bool up_phase = e.kind != CollectiveOp::Broadcast;
-        const bool down_phase = e.kind != CollectiveOp::Reduce;
-        int up_index = -1;
-        if (up_phase) {
-          Phase& ph = add(-1);
-          up_index = last();
-          if (!children.empty()) ph.after = up_index;
-          if (parent >= 0) ph.sends.push_back(transfer(ranks[parent], share, C));
-          for (int c : children) ph.receives.push_back(transfer(ranks[c], share, C));
-        }
-        if (down_phase) {
-          Phase& ph = add(-1);
-          ph.after = parent >= 0 ? last() : up_index;
-          if (parent >= 0) ph.receives.push_back(transfer(ranks[parent], share, C));
-          for (int c : children) ph.sends.push_back(transfer(ranks[c], share, C));
-        }
-      }
-      break;
-    }
-    case CollectiveAlgorithm::Direct: {
-      if (e.kind == CollectiveOp::Broadcast || e.kind == CollectiveOp::Reduce) {
-        Phase& ph = add(-1);
-        const bool root = p == 0;
-        if (e.kind == CollectiveOp::Broadcast) {
-          if (root) for (int k = 1; k < n; ++k) ph.sends.push_back(transfer(rank_at(k), bytes, C));
-          else ph.receives.push_back(transfer(ranks[0], bytes, C));
-        } else {
-          if (root) for (int k = 1; k < n; ++k) ph.receives.push_back(transfer(rank_at(k), bytes, C));
-          else ph.sends.push_back(transfer(ranks[0], bytes, C));
-        }
-        break;
-      }
-      if (e.kind == CollectiveOp::AllToAll || e.kind == CollectiveOp::AllToAllV) {
-        Phase& ph = add(-1);
-        const uint64_t segment = ceil_div(bytes, n);
-        for (int k = 1; k < n; ++k) {
-          const int to = (p + k) % n, from = (p - k + n) % n;
-          const uint64_t out = e.splits ? e.splits[size_t(p) * n + to] : segment;
-          const uint64_t in = e.splits ? e.splits[size_t(from) * n + p] : segment;
-          if (out > 0) ph.sends.push_back(transfer(ranks[to], out, C));
-          if (in > 0) ph.receives.push_back(transfer(ranks[from], in, C));
-        }
-        break;
-      }
-      const uint64_t shard = ceil_div(bytes, n);
-      for (int part = 0; part < 2; ++part) {
-        if ((part == 0 && !reduce_part) || (part == 1 && !gather_part)) continue;
-        Phase& ph = add(phases.empty() ? -1 : last());
-        for (int k = 1; k < n; ++k) {
-          ph.sends.push_back(transfer(rank_at(p + k), shard, C));
-          ph.receives.push_back(transfer(rank_at(p - k), shard, C));
-        }
-      }
-      break;
-    }
-    case CollectiveAlgorithm::HalvingDoubling: {
-      int levels = 0;
-      while ((1 << levels) < n) ++levels;
-      if (reduce_part)
-        for (int k = 0; k < levels; ++k) {
-          const int partner = p ^ (n >> (k + 1));
-          const uint64_t part = ceil_div(bytes, uint64_t(1) << (k + 1));
-          Phase& ph = add(k - 1);
-          ph.sends.push_back(transfer(ranks[partner], part, C));
-          ph.receives.push_back(transfer(ranks[partner], part, C));
-        }
-      if (gather_part)
-        for (int k = 0; k < levels; ++k) {
-          const int partner = p ^ (1 << k);
-          const uint64_t part = ceil_div(bytes, n) << k;
-          Phase& ph = add(phases.empty() ? -1 : last());
-          ph.sends.push_back(transfer(ranks[partner], part, C));
-          ph.receives.push_back(transfer(ranks[partner], part, C));
-        }
-      break;
-    }
-    case CollectiveAlgorithm::Hierarchical: {
-      // Coordinates of position p in the dimensions (innermost first); a ring in each.
-      const std::vector<int>& dims = shape.dimensions;
-      std::vector<int> stride(dims.size(), 1);
-      for (size_t d = 1; d < dims.size(); ++d) stride[d] = stride[d - 1] * dims[d - 1];
-      std::vector<uint64_t> data(dims.size() + 1, bytes);
-      for (size_t d = 0; d < dims.size(); ++d) data[d + 1] = ceil_div(data[d], dims[d]);
-      auto ring_steps = [&](size_t d) {
-        const int m = dims[d];
-        const int coordinate = (p / stride[d]) % m;
-        const int next = p + (((coordinate + 1) % m) - coordinate) * stride[d];
-        const int prev = p + (((coordinate + m - 1) % m) - coordinate) * stride[d];
-        for (int s = 0; s < m - 1; ++s) {
-          Phase& ph = add(phases.empty() ? -1 : last());
-          ph.sends.push_back(transfer(ranks[next], data[d + 1], C));
-          ph.receives.push_back(transfer(ranks[prev], data[d + 1], C));
-        }
-      };
-      if (reduce_part)
-        for (size_t d = 0; d < dims.size(); ++d) ring_steps(d);
-      if (gather_part)
-        for (size_t d = dims.size(); d-- > 0;) ring_steps(d);
-      break;
-    }
-    case CollectiveAlgorithm::Nvls: {
-      const uint64_t shard = ceil_div(bytes, n);
-      // Every transfer is one shard in NCCL's NVLS chunks; chunks go round the channels, so the
-      // switch reduces the next chunk of every channel while the last ones are multicast.
-      const Transfer piece = transfer(-1, shard, 1, tuner_.nvls_chunk(bytes, n));
-      auto to = [&piece](int peer) {
-        Transfer t = piece;
-        t.peer = peer;
-        return t;
-      };
-      if (reduce_part) {
-        // Every shard to the switch; the sum of the own shard comes back.
-        Phase& ph = add(-1);
-        ph.purpose = TransferPurpose::SwitchReduce;
-        ph.members = ranks.data();
-        ph.member_count = static_cast<uint32_t>(n);
-        for (int k = 0; k < n; ++k) ph.sends.push_back(to(rank_at(p + k)));
-        ph.receives.push_back(to(-1));
-      }
-      if (gather_part) {
-        // The own shard (its sum) through the switch to every member.
-        Phase& ph = add(phases.empty() ? -1 : last());
-        ph.purpose = TransferPurpose::SwitchMulticast;
-        ph.members = ranks.data();
-        ph.member_count = static_cast<uint32_t>(n);
-        ph.sends.push_back(to(rank_));
-        for (int k = 0; k < n; ++k) ph.receives.push_back(to(rank_at(p - k)));
-      }
-      break;
-    }
+    case CollectiveAlgorithm::Ring: ring_schedule(builder, shape); break;
+    case CollectiveAlgorithm::Tree: tree_schedule(builder, config_.gpus_per_node); break;
+    case CollectiveAlgorithm::Direct: direct_schedule(builder); break;
+    case CollectiveAlgorithm::HalvingDoubling: halving_doubling_schedule(builder); break;
+    case CollectiveAlgorithm::Hierarchical: hierarchical_schedule(builder, shape); break;
+    case CollectiveAlgorithm::Nvls: nvls_schedule(builder, tuner_.nvls_chunk(bytes, n)); break;
     case CollectiveAlgorithm::CollNet: {
-      // NCCL's CollNet Direct: GPU q of every node owns shard q. Reduce-scatter in the node,
-      // the node sums of shard q through the aggregation tree of the GPUs q (each through its
-      // own NIC: the network switches add them up and send the sum back to each), all-gather in
-      // the node. Inside the node NVLS where the NVSwitches reduce, else direct.
       const CollNetGroups& groups = collnet_groups(e.communicator);
       const int g = static_cast<int>(groups.node.size());
-      const int local = static_cast<int>(std::find(groups.node.begin(), groups.node.end(), rank_) - groups.node.begin());
-      auto node_rank = [&](int k) { return groups.node[((local + k) % g + g) % g]; };
-      const uint64_t shard = ceil_div(bytes, g);
-      const bool nvls = config_.fabric.in_switch_reduction;
       const float nvls_factor =
           static_cast<float>(tuner_.wire_factor(CollectiveAlgorithm::Nvls, inst.choice.protocol, bytes, g));
-      auto in_node = [&](bool gather) {
-        Phase& ph = add(phases.empty() ? -1 : last());
-        if (nvls) {
-          ph.purpose = gather ? TransferPurpose::SwitchMulticast : TransferPurpose::SwitchReduce;
-          ph.members = groups.node.data();
-          ph.member_count = static_cast<uint32_t>(g);
-          ph.wire_factor = nvls_factor;
-          if (gather) ph.sends.push_back(transfer(rank_, shard, C));
-          for (int k = 0; k < g; ++k) {
-            if (gather) ph.receives.push_back(transfer(node_rank(-k), shard, C));
-            else ph.sends.push_back(transfer(node_rank(k), shard, C));
-          }
-          if (!gather) ph.receives.push_back(transfer(-1, shard, C));
-          return;
-        }
-        for (int k = 1; k < g; ++k) {
-          ph.sends.push_back(transfer(node_rank(k), shard, C));
-          ph.receives.push_back(transfer(node_rank(-k), shard, C));
-        }
-      };
-      if (g > 1) in_node(false);
-      Phase& ph = add(phases.empty() ? -1 : last());
-      ph.purpose = TransferPurpose::NetworkReduce;
-      ph.tree = groups.tree;
-      ph.network = true;
-      ph.sends.push_back(transfer(rank_, shard, C));
-      ph.receives.push_back(transfer(-1, shard, C));
-      if (g > 1) in_node(true);
+      collnet_schedule(builder, groups.node, groups.tree, config_.fabric.in_switch_reduction, nvls_factor);
       break;
     }
   }

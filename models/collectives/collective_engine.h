@@ -43,6 +43,7 @@
 
 #include <systemc>
 
+#include "models/collectives/schedule.h"
 #include "models/collectives/tuner.h"
 #include "models/link/fabric_port.h"
 #include "tlm/aggregation_tree.h"
@@ -133,32 +134,8 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   Choice choice(const protocol::CollectiveEvent& e) const;
 
  private:
-  struct Transfer {
-    int peer = -1;             // rank (receives: -1 when the switch sends it)
-    uint64_t bytes = 0;
-    uint32_t chunk_bytes = 0;
-    uint32_t chunks = 0;
-    uint32_t steps = 1;        // steps in series it stands for (steady state: merged steps)
-    uint32_t step_chunk_bytes = 0;  // steady state: the chunk of one of those steps
-    // Its channels: chunk j runs on first_channel + stride * (j mod channels); channels 0:
-    // all of the call's (chunk j on channel j mod C).
-    uint16_t first_channel = 0, stride = 1, channels = 0;
-    double rate_cap = 0;       // steady state: its channels' payload bytes/s (0: no limit)
-  };
-  struct Phase {
-    std::vector<Transfer> sends, receives;
-    int after = -1;            // phase whose receives gate this phase's sends
-    uint32_t send_chunks = 0;  // most chunks of any send
-    uint64_t receive_chunks = 0, received = 0;
-    uint32_t next = 0;         // next chunk index to send
-    uint32_t in_flight = 0;    // chunks injected that have not left the GPU yet
-    protocol::TransferPurpose purpose = protocol::TransferPurpose::Collective;
-    const int* members = nullptr;  // in-switch reduction and multicast: the members
-    uint32_t member_count = 0;
-    const protocol::AggregationTree* tree = nullptr;  // in-network reduction
-    float wire_factor = 0;     // 0: the call's
-    bool network = false;      // its receives come through the network (network step latency)
-  };
+  using Transfer = models::Transfer;
+  using Phase = models::Phase;
   struct Instance {
     tlm::tlm_generic_payload* call = nullptr;  // the command processor's transaction
     CollectiveOp kind = CollectiveOp::AllReduce;
@@ -211,7 +188,6 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   const CollNetGroups& collnet_groups(int communicator);
   // A transfer of `bytes` to `peer` in chunks of at most chunk_bytes (0: the engine's chunk)
   // spread over `channels`.
-  Transfer transfer(int peer, uint64_t bytes, int channels, uint64_t chunk_bytes = 0) const;
   void pump(uint64_t flow, Instance& inst, size_t phase);
   void send_chunk(uint64_t flow, Instance& inst, const Phase& phase, uint32_t step,
                   const Transfer& to, uint32_t chunk);

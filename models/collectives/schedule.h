@@ -1,0 +1,99 @@
+// A collective call's schedule on one rank, as NCCL keeps one per algorithm: phases of
+// transfers, each phase's sends gated by the receives of the phase it follows. Each algorithm
+// builds its schedule in its own file (schedule_ring.cpp, schedule_tree.cpp, ...) through a
+// ScheduleBuilder; the collective engine runs any of them the same way.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "models/collectives/tuner.h"
+#include "tlm/aggregation_tree.h"
+#include "tlm/extensions.h"
+
+namespace tessera::models {
+
+// One peer's share of a phase: its bytes cut into chunks over the call's channels.
+struct Transfer {
+  int peer = -1;             // rank (receives: -1 when the switch sends it)
+  uint64_t bytes = 0;
+  uint32_t chunk_bytes = 0;
+  uint32_t chunks = 0;
+  uint32_t steps = 1;        // steps in series it stands for (steady state: merged steps)
+  uint32_t step_chunk_bytes = 0;  // steady state: the chunk of one of those steps
+  // Its channels: chunk j runs on first_channel + stride * (j mod channels); channels 0:
+  // all of the call's (chunk j on channel j mod C).
+  uint16_t first_channel = 0, stride = 1, channels = 0;
+  double rate_cap = 0;       // steady state: its channels' payload bytes/s (0: no limit)
+};
+
+struct Phase {
+  std::vector<Transfer> sends, receives;
+  int after = -1;            // phase whose receives gate this phase's sends
+  uint32_t send_chunks = 0;  // most chunks of any send
+  uint64_t receive_chunks = 0, received = 0;
+  uint32_t next = 0;         // next chunk index to send
+  uint32_t in_flight = 0;    // chunks injected that have not left the GPU yet
+  protocol::TransferPurpose purpose = protocol::TransferPurpose::Collective;
+  const int* members = nullptr;  // in-switch reduction and multicast: the members
+  uint32_t member_count = 0;
+  const protocol::AggregationTree* tree = nullptr;  // in-network reduction
+  float wire_factor = 0;     // 0: the call's
+  bool network = false;      // its receives come through the network (network step latency)
+};
+
+// The call as every schedule sees it from this rank.
+struct ScheduleCall {
+  protocol::CollectiveOp kind = protocol::CollectiveOp::AllReduce;
+  uint64_t bytes = 1;                   // at least 1 (a barrier: one per member)
+  const uint64_t* splits = nullptr;     // AllToAllV: n x n bytes
+  const std::vector<int>* ranks = nullptr;  // the communicator's members, in ring order
+  int position = 0;                     // this rank's place among them
+  int rank = 0;                         // this rank
+  int channels = 1;                     // the call's channels (C)
+  uint64_t chunk_bytes = 0;             // the engine's chunk
+  bool steady_state = false;            // flow fidelity: few chunks per transfer
+  bool reduce_part = false, gather_part = false;  // all-reduce has both
+};
+
+class ScheduleBuilder {
+ public:
+  ScheduleBuilder(const ScheduleCall& call, std::vector<Phase>& phases) : call(call), phases_(phases) {}
+
+  const ScheduleCall& call;
+  int n() const { return static_cast<int>(call.ranks->size()); }
+  const std::vector<int>& ranks() const { return *call.ranks; }
+  // The member at `position` of the ring (any integer, taken modulo n).
+  int rank_at(int position) const;
+  // A new phase gated by phase `after` (-1: none).
+  Phase& add(int after);
+  int last() const { return static_cast<int>(phases_.size()) - 1; }
+  // The last phase, or -1 before the first: a phase that follows everything so far.
+  int after_last() const { return phases_.empty() ? -1 : last(); }
+  // `bytes` to or from `peer` over `channels`, in chunks of `chunk_bytes` (0: the engine's).
+  Transfer transfer(int peer, uint64_t bytes, int channels, uint64_t chunk_bytes = 0) const;
+  Transfer transfer(int peer, uint64_t bytes) const { return transfer(peer, bytes, call.channels); }
+
+ private:
+  std::vector<Phase>& phases_;
+};
+
+uint64_t ceil_div(uint64_t a, uint64_t b);
+// The most bytes one chunk (one flow) carries.
+constexpr uint64_t kMaxChunkBytes = 0xffffffffu;
+
+// One builder per algorithm (NCCL's names where it has them).
+void ring_schedule(ScheduleBuilder& b, const CommunicatorShape& shape);
+void tree_schedule(ScheduleBuilder& b, int gpus_per_node);
+void direct_schedule(ScheduleBuilder& b);
+void halving_doubling_schedule(ScheduleBuilder& b);
+void hierarchical_schedule(ScheduleBuilder& b, const CommunicatorShape& shape);
+// `nvls_chunk`: NCCL's NVLS chunk for the call (Tuner::nvls_chunk).
+void nvls_schedule(ScheduleBuilder& b, uint64_t nvls_chunk);
+// CollNet Direct: `node` the members in this rank's node, `tree` the SHARP tree of the GPUs at
+// this rank's place in every node; `nvls`: the NVSwitches reduce inside the node, with
+// `nvls_wire_factor`.
+void collnet_schedule(ScheduleBuilder& b, const std::vector<int>& node, const protocol::AggregationTree* tree,
+                      bool nvls, float nvls_wire_factor);
+
+}  // namespace tessera::models

@@ -1,0 +1,72 @@
+#include "models/collectives/schedule.h"
+
+#include <algorithm>
+
+namespace tessera::models {
+
+using protocol::CollectiveOp;
+
+// Tree: NCCL's double binary tree (src/graph/trees.cc): a chain inside each node, and two
+// binary trees over the nodes, each carrying half of the data (one the mirror of the other).
+void tree_schedule(ScheduleBuilder& b, int gpus_per_node) {
+  const std::vector<int>& ranks = b.ranks();
+  const int n = b.n(), p = b.call.position, C = b.call.channels;
+  const uint64_t bytes = b.call.bytes;
+  const CollectiveOp kind = b.call.kind;
+  // Groups of members by node, in communicator order; a chain inside each node and the
+  // in-order binary tree (tree 0) or its mirror image (tree 1) over the nodes.
+  const int g = gpus_per_node;
+  std::vector<int> node_of(n), group_start, group_size;
+  for (int i = 0; i < n; ++i) {
+    const int node = g > 0 ? ranks[i] / g : 0;
+    if (i == 0 || node != (g > 0 ? ranks[i - 1] / g : 0))
+      group_start.push_back(i), group_size.push_back(0);
+    node_of[i] = static_cast<int>(group_start.size()) - 1;
+    ++group_size.back();
+  }
+  const int nodes = static_cast<int>(group_start.size());
+  const bool rooted = kind == CollectiveOp::Broadcast || kind == CollectiveOp::Reduce;
+  const int trees = rooted ? 1 : 2;
+  for (int t = 0; t < trees; ++t) {
+    const uint64_t share = trees == 1 ? bytes : (t == 0 ? ceil_div(bytes, 2) : bytes / 2);
+    if (share == 0) continue;
+    // Chain position inside the node (tree 1 runs the chain the other way).
+    auto chain_member = [&](int node, int index) {
+      const int size = group_size[node];
+      return group_start[node] + (t == 0 ? index : size - 1 - index);
+    };
+    const int node = node_of[p];
+    const int index = t == 0 ? p - group_start[node] : group_start[node] + group_size[node] - 1 - p;
+    int parent = -1;
+    std::vector<int> children;
+    if (index > 0) parent = chain_member(node, index - 1);
+    if (index + 1 < group_size[node]) children.push_back(chain_member(node, index + 1));
+    if (index == 0) {
+      const int mirrored = t == 0 ? node : nodes - 1 - node;
+      int up, c0, c1;
+      binary_tree(nodes, mirrored, up, c0, c1);
+      auto unmirror = [&](int m) { return t == 0 ? m : nodes - 1 - m; };
+      if (up >= 0) parent = chain_member(unmirror(up), 0);
+      for (int c : {c0, c1})
+        if (c >= 0) children.push_back(chain_member(unmirror(c), 0));
+    }
+    const bool up_phase = kind != CollectiveOp::Broadcast;
+    const bool down_phase = kind != CollectiveOp::Reduce;
+    int up_index = -1;
+    if (up_phase) {
+      Phase& ph = b.add(-1);
+      up_index = b.last();
+      if (!children.empty()) ph.after = up_index;
+      if (parent >= 0) ph.sends.push_back(b.transfer(ranks[parent], share, C));
+      for (int c : children) ph.receives.push_back(b.transfer(ranks[c], share, C));
+    }
+    if (down_phase) {
+      Phase& ph = b.add(-1);
+      ph.after = parent >= 0 ? b.last() : up_index;
+      if (parent >= 0) ph.receives.push_back(b.transfer(ranks[parent], share, C));
+      for (int c : children) ph.sends.push_back(b.transfer(ranks[c], share, C));
+    }
+  }
+}
+
+}  // namespace tessera::models
