@@ -111,7 +111,7 @@ po::options_description run_options(RunSettings& s) {
   po::options_description sim("simulation");
   sim.add_options()
       ("fidelity", po::value(&s.fidelity)->default_value("auto"),
-       "packet (every chunk through every port and switch), flow (one max-min fair flow per transfer; large systems) or auto (packet up to 64 GPUs, flow above); docs/fidelity.md")
+       "packet (every chunk through every port and switch), flow (one max-min fair flow per transfer; large systems), analytic (no simulation: the programs costed op by op; docs/analytic.md) or auto (packet up to 64 GPUs, flow above); docs/fidelity.md")
       ("chunk-kib", po::value(&s.chunk_kib)->default_value(128), "fabric chunk size, KiB")
       ("collective-algorithm", po::value(&s.collective_algorithm)->default_value("auto"),
        "ring, tree, direct, halving-doubling, hierarchical, nvls, collnet or auto (the tuner); used where it applies, an op's own algorithm wins")
@@ -293,7 +293,10 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
   if (s.fidelity == "auto")
     options.fidelity = platform.gpu_count() > kPacketFidelityGpus ? platforms::Fidelity::Flow : platforms::Fidelity::Packet;
   else if (!platforms::parse_fidelity(s.fidelity, options.fidelity))
-    throw InputError("--fidelity: unknown fidelity '" + s.fidelity + "' (packet, flow or auto)");
+    throw InputError("--fidelity: unknown fidelity '" + s.fidelity + "' (packet, flow, analytic or auto)");
+  if (options.fidelity == platforms::Fidelity::Analytic && s.iterations > 1)
+    throw InputError("--iterations " + std::to_string(s.iterations) +
+                     ": analytic fidelity costs one iteration (every iteration is the same); leave --iterations out");
   if (!models::parse_algorithm(s.collective_algorithm, options.collectives.algorithm))
     throw InputError("--collective-algorithm: unknown algorithm '" + s.collective_algorithm + "'");
   if (!models::parse_protocol(s.collective_protocol, options.collectives.protocol))
@@ -313,6 +316,7 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
   if (!compute_note.empty() && !s.quiet) err << "tessera: note: " << compute_note << "\n";
   const SimulationResult result = [&] {
     const Watchdog watchdog(s.watchdog);
+    if (options.fidelity == platforms::Fidelity::Analytic) return cost_analytically(platform, *topology, job, options);
     return simulate(platform, job, options);
   }();
   if (result.deadlocked) {

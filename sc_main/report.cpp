@@ -109,6 +109,7 @@ ordered_json report_json(const platforms::PlatformConfig& platform, const worklo
                      {"iterations", r.iterations},
                      {"fabric_transactions", r.transactions},
                      {"flows", r.flows}};
+  if (r.fidelity == platforms::Fidelity::Analytic) j["simulation"]["ranks_costed"] = r.classes;
   return j;
 }
 
@@ -119,7 +120,8 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
   const double it = r.iteration_time_s;
   out << "tessera: " << job.info.model << " on " << platform.name << " (" << platform.gpu_count()
       << " x " << platform.gpu.name << ")"
-      << (r.fidelity == platforms::Fidelity::Flow ? ", flow fidelity" : "") << "\n";
+      << (r.fidelity != platforms::Fidelity::Packet ? std::string(", ") + platforms::fidelity_name(r.fidelity) + " fidelity" : "")
+      << "\n";
   out << "  iteration time        " << format("%.3f ms", it * 1e3)
       << (r.iterations > 1 ? " (the mean of " + std::to_string(r.iterations) + " iterations)" : "") << "\n";
   const double samples = it > 0 ? double(job.info.global_batch) / it : 0;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <sstream>
 
+#include "analytic/iteration.h"
 #include "models/collectives/tuner.h"
 #include "models/gpu/program_graph.h"
 #include "tlm/payload_pool.h"
@@ -219,7 +220,51 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
   return result;
 }
 
+SimulationResult cost_analytically(const platforms::PlatformConfig& platform,
+                                   const platforms::RoutedTopology& topology,
+                                   const workloads::Job& job, const SimulationOptions& options) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  workloads::validate(job);
+  check_collective_choices(job);
+  analytic::AnalyticOptions a;
+  a.costs.kernel_timer = options.kernel_timer;
+  a.costs.collectives = options.collectives;
+  a.costs.collectives.chunk_bytes = options.chunk_bytes;
+  a.trace = options.trace;
+  analytic::AnalyticResult r = analytic::cost_iteration(platform, topology, job, a);
+  SimulationResult result;
+  result.fidelity = platforms::Fidelity::Analytic;
+  result.iteration_time_s = r.iteration_time_s;
+  result.ranks.reserve(r.ranks.size());
+  for (analytic::RankCost& c : r.ranks) {
+    RankResult rr;
+    rr.rank = c.rank;
+    rr.finish_s = c.finish_s;
+    rr.compute_s = c.compute_s;
+    rr.exposed_communication_s = c.exposed_communication_s;
+    rr.overlapped_communication_s = c.overlapped_communication_s;
+    rr.idle_s = c.idle_s;
+    rr.compute_by_cause = c.compute_by_cause;
+    rr.ops = c.ops;
+    rr.bytes_sent = static_cast<uint64_t>(c.bytes_sent);
+    rr.bytes_received = static_cast<uint64_t>(c.bytes_received);
+    rr.spans = std::move(c.spans);
+    result.ranks.push_back(std::move(rr));
+  }
+  result.classes = r.classes;
+  if (r.deadlocked) {
+    result.deadlocked = true;
+    StuckOp s;
+    s.what = r.deadlock;
+    result.stuck.push_back(std::move(s));
+  }
+  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return result;
+}
+
 std::string describe_deadlock(const SimulationResult& result) {
+  if (result.fidelity == platforms::Fidelity::Analytic && !result.stuck.empty())
+    return "the program cannot finish: " + result.stuck.front().what + ".";
   std::ostringstream out;
   out << "the program cannot finish:";
   for (const StuckOp& s : result.stuck) {

@@ -10,6 +10,26 @@ namespace tessera::models {
 using sc_core::sc_time;
 using workloads::OpKind;
 
+void fill_compute_event(protocol::ComputeEvent& e, const workloads::Job& job, int rank,
+                        uint32_t index, const workloads::Op& op) {
+  e.name = &job.names[op.name];
+  e.rank = static_cast<uint32_t>(rank);
+  e.op = index;
+  e.stream = op.stream;
+  e.phase = static_cast<uint8_t>(op.phase);
+  e.dtype = static_cast<uint8_t>(op.dtype);
+  e.flops = op.flops;
+  e.bytes = op.bytes;
+  e.gemm_m = op.gemm.m;
+  e.gemm_n = op.gemm.n;
+  e.gemm_k = op.gemm.k;
+  e.gemm_batch = op.gemm.batch;
+  e.kind = static_cast<uint8_t>(op.kernel);
+  e.kernels = op.kernels;
+  e.elements = op.elements;
+  e.memory_copy = op.kind == OpKind::MemCopy;
+}
+
 CommandProcessor::CommandProcessor(sc_core::sc_module_name name, protocol::PayloadPool& pool,
                                    GpuActivity& activity)
     : sc_module(name), to_compute("to_compute"), to_copy("to_copy"),
@@ -58,22 +78,7 @@ void CommandProcessor::issue(uint32_t index) {
   protocol::InitiatorSocket<CommandProcessor>* socket = &to_compute;
   if (op.kind == OpKind::Compute || op.kind == OpKind::MemCopy) {
     protocol::ComputeEvent& e = protocol::compute_event(*gp);
-    e.name = &job_->names[op.name];
-    e.rank = static_cast<uint32_t>(rank_->rank);
-    e.op = index;
-    e.stream = op.stream;
-    e.phase = static_cast<uint8_t>(op.phase);
-    e.dtype = static_cast<uint8_t>(op.dtype);
-    e.flops = op.flops;
-    e.bytes = op.bytes;
-    e.gemm_m = op.gemm.m;
-    e.gemm_n = op.gemm.n;
-    e.gemm_k = op.gemm.k;
-    e.gemm_batch = op.gemm.batch;
-    e.kind = static_cast<uint8_t>(op.kernel);
-    e.kernels = op.kernels;
-    e.elements = op.elements;
-    e.memory_copy = op.kind == OpKind::MemCopy;
+    fill_compute_event(e, *job_, rank_->rank, index, op);
     if (e.memory_copy) socket = &to_copy;
   } else {
     protocol::CollectiveEvent& e = protocol::collective_event(*gp);

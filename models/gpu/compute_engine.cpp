@@ -24,16 +24,20 @@ std::string ComputeEngine::describe(const protocol::ComputeEvent& k) const {
          limits::shown(k.bytes) + " bytes)";
 }
 
-sc_time ComputeEngine::kernel_time(const protocol::ComputeEvent& k) const {
+double roofline_seconds(const GpuSpec& spec, const protocol::ComputeEvent& k, bool copy_engine) {
+  const HbmMemory hbm(0, spec.hbm_bandwidth_gbps * 1e9, spec.hbm_efficiency);
   double seconds;
-  if (copy_engine_ || k.memory_copy) {
-    seconds = hbm_.transfer_seconds(2.0 * k.bytes);  // read and write
+  if (copy_engine || k.memory_copy) {
+    seconds = hbm.transfer_seconds(2.0 * k.bytes);  // read and write
   } else {
-    const double peak = spec_.peak_tflops[k.dtype] * 1e12 * spec_.compute_efficiency;
-    seconds = std::max(k.flops / peak, hbm_.transfer_seconds(k.bytes));
+    const double peak = spec.peak_tflops[k.dtype] * 1e12 * spec.compute_efficiency;
+    seconds = std::max(k.flops / peak, hbm.transfer_seconds(k.bytes));
   }
-  seconds += spec_.kernel_overhead_us * 1e-6;
-  return protocol::delay_after_now(seconds, [&] { return describe(k); });
+  return seconds + spec.kernel_overhead_us * 1e-6;
+}
+
+sc_time ComputeEngine::kernel_time(const protocol::ComputeEvent& k) const {
+  return protocol::delay_after_now(roofline_seconds(spec_, k, copy_engine_), [&] { return describe(k); });
 }
 
 tlm::tlm_sync_enum ComputeEngine::nb_transport_fw(tlm::tlm_generic_payload& gp,

@@ -1,0 +1,379 @@
+#include "analytic/iteration.h"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <memory>
+#include <queue>
+#include <tuple>
+#include <unordered_map>
+
+#include "analytic/rank_classes.h"
+#include "models/gpu/program_graph.h"
+
+namespace tessera::analytic {
+namespace {
+
+using workloads::OpKind;
+
+// Compute, exposed and overlapped communication and idle time, as models::GpuActivity keeps
+// them, on the analytic clock.
+struct Activity {
+  int computing = 0, communicating = 0;
+  double last = 0, compute = 0, exposed = 0, overlapped = 0, idle = 0;
+  void change(double now, int dc, int dm) {
+    const double elapsed = now - last;
+    if (computing > 0) {
+      compute += elapsed;
+      if (communicating > 0) overlapped += elapsed;
+    } else if (communicating > 0) {
+      exposed += elapsed;
+    } else {
+      idle += elapsed;
+    }
+    last = now;
+    computing += dc;
+    communicating += dm;
+  }
+};
+
+// One representative rank being walked.
+struct RankState {
+  const workloads::Rank* rank = nullptr;
+  std::shared_ptr<const models::ProgramGraph> graph;
+  std::vector<uint32_t> waits;
+  std::vector<uint8_t> finished;   // per op
+  std::vector<uint32_t> sequence;  // collectives: call number on the communicator; p2p: per (peer class, tag)
+  uint64_t done = 0;
+  // The compute engine: one kernel at a time in arrival order.
+  std::deque<uint32_t> queue;
+  int64_t running = -1;
+  double remaining = 0, progress_at = 0, kernel_start = 0, host_share = 0;
+  uint32_t version = 0;
+  int sms = 0;
+  double share = 1.0;
+  double copy_free = 0;
+  Activity activity;
+  RankCost cost;
+};
+
+enum class EventKind : uint8_t { Ready, KernelDone, OpDone, SmsAcquired };
+
+struct Event {
+  double time;
+  uint64_t sequence;
+  EventKind kind;
+  int cls;
+  uint32_t op;
+  uint32_t version;
+  bool operator>(const Event& o) const {
+    return time != o.time ? time > o.time : sequence > o.sequence;
+  }
+};
+
+struct Gathering {  // a collective call whose members are joining
+  int expected = 0, arrived = 0;
+  double ready = 0;
+  std::vector<std::pair<int, uint32_t>> members;  // (class, op)
+};
+
+class Walk {
+ public:
+  Walk(const platforms::PlatformConfig& platform, const platforms::RoutedTopology& topology,
+       const workloads::Job& job, const AnalyticOptions& options)
+      : job_(job), options_(options), costs_(platform, topology, job, options.costs),
+        sm_count_(std::max(1, platform.gpu.sm_count)) {
+    classes_ = rank_classes(job, costs_.shapes());
+  }
+
+  AnalyticResult run();
+
+ private:
+  void init_rank(int cls);
+  void push(double time, EventKind kind, int cls, uint32_t op, uint32_t version = 0) {
+    events_.push(Event{time, next_sequence_++, kind, cls, op, version});
+  }
+  void ready(int cls, uint32_t op, double now);
+  void collective_joined(int cls, uint32_t op, double now);
+  void send(int cls, uint32_t op, double now);
+  void receive(int cls, uint32_t op, double now);
+  void start_kernel(int cls, double now);
+  void kernel_done(int cls, uint32_t op, double now);
+  void set_sms(int cls, int delta, double now);
+  void op_done(int cls, uint32_t op, double now);
+  int group(int communicator);
+  std::string describe_stuck() const;
+  AnalyticResult collect();
+
+  const workloads::Job& job_;
+  const AnalyticOptions& options_;
+  OpCosts costs_;
+  const int sm_count_;
+  RankClasses classes_;
+  std::vector<RankState> ranks_;  // by class
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  uint64_t next_sequence_ = 0;
+  // Collectives meet by the members' (class, slot) set of their communicator and call number.
+  std::vector<int> group_of_communicator_;
+  std::map<std::vector<int64_t>, int> groups_;
+  std::vector<int> group_size_;
+  std::map<std::pair<int, uint32_t>, Gathering> gathering_;
+  std::unordered_map<uint64_t, CollectiveCost> collective_costs_;  // by (class, op)
+  // Point-to-point messages by (source class, destination class, tag, sequence).
+  using MessageKey = std::tuple<int, int, uint32_t, uint32_t>;
+  std::map<MessageKey, double> sent_;                        // arrival of the last byte
+  std::map<MessageKey, std::pair<int, uint32_t>> posted_;     // a receive waiting for its send
+  std::map<MessageKey, double> posted_at_;
+};
+
+int Walk::group(int communicator) {
+  int& g = group_of_communicator_[size_t(communicator)];
+  if (g >= 0) return g;
+  std::vector<int64_t> members;
+  for (int m : job_.communicators[size_t(communicator)].ranks)
+    members.push_back(int64_t(classes_.of_rank[size_t(m)]) << 16 | slot_of(job_.ranks[size_t(m)], communicator));
+  std::sort(members.begin(), members.end());
+  members.erase(std::unique(members.begin(), members.end()), members.end());
+  const auto [it, inserted] = groups_.emplace(members, static_cast<int>(groups_.size()));
+  if (inserted) group_size_.push_back(static_cast<int>(members.size()));
+  return g = it->second;
+}
+
+void Walk::init_rank(int cls) {
+  RankState& s = ranks_[size_t(cls)];
+  s.rank = &job_.ranks[size_t(classes_.representative[size_t(cls)])];
+  s.cost.rank = s.rank->rank;
+  const auto& ops = s.rank->program->ops;
+  s.waits = s.graph->waits;
+  s.finished.assign(ops.size(), 0);
+  s.sequence.assign(ops.size(), 0);
+  std::unordered_map<int, uint32_t> calls;
+  std::map<std::tuple<int, int, uint32_t>, uint32_t> messages;  // (kind, peer class, tag)
+  for (uint32_t i = 0; i < ops.size(); ++i) {
+    const workloads::Op& op = ops[i];
+    if (op.kind == OpKind::Collective) s.sequence[i] = calls[s.rank->communicators[size_t(op.slot)]]++;
+    if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
+      const int peer = classes_.of_rank[size_t(s.rank->peers[size_t(op.slot)])];
+      s.sequence[i] = messages[{int(op.kind), peer, op.tag}]++;
+    }
+    if (s.waits[i] == 0) push(0.0, EventKind::Ready, cls, i);
+  }
+}
+
+void Walk::ready(int cls, uint32_t op, double now) {
+  RankState& s = ranks_[size_t(cls)];
+  const workloads::Op& o = s.rank->program->ops[op];
+  switch (o.kind) {
+    case OpKind::Compute:
+      s.queue.push_back(op);
+      if (s.running < 0) start_kernel(cls, now);
+      return;
+    case OpKind::MemCopy: {
+      const double start = std::max(now, s.copy_free);
+      s.copy_free = start + costs_.copy(*s.rank, op);
+      push(s.copy_free, EventKind::OpDone, cls, op);
+      if (options_.trace) s.cost.spans.push_back({op, sc_core::sc_time(start, sc_core::SC_SEC), sc_core::sc_time(s.copy_free, sc_core::SC_SEC)});
+      return;
+    }
+    default:
+      break;
+  }
+  s.activity.change(now, 0, 1);
+  if (o.kind == OpKind::Collective) collective_joined(cls, op, now);
+  else if (o.kind == OpKind::Send) send(cls, op, now);
+  else receive(cls, op, now);
+}
+
+void Walk::collective_joined(int cls, uint32_t op, double now) {
+  RankState& s = ranks_[size_t(cls)];
+  const workloads::Op& o = s.rank->program->ops[op];
+  const int communicator = s.rank->communicators[size_t(o.slot)];
+  const uint64_t key = uint64_t(cls) << 32 | op;
+  auto cached = collective_costs_.find(key);
+  if (cached == collective_costs_.end()) cached = collective_costs_.emplace(key, costs_.collective(*s.rank, o)).first;
+  const CollectiveCost& cost = cached->second;
+  s.cost.bytes_sent += cost.member_bytes;
+  s.cost.bytes_received += cost.member_bytes;
+  // This member's kernels hold their SMs from the end of the launch until the call is done.
+  push(now + cost.launch_s, EventKind::SmsAcquired, cls, op);
+  const int g = group(communicator);
+  Gathering& gathering = gathering_[{g, s.sequence[op]}];
+  gathering.expected = group_size_[size_t(g)];
+  gathering.ready = std::max(gathering.ready, now);
+  gathering.members.emplace_back(cls, op);
+  if (++gathering.arrived < gathering.expected) return;
+  const double end = gathering.ready + cost.seconds;
+  for (const auto& [mc, mo] : gathering.members) push(end, EventKind::OpDone, mc, mo);
+  gathering_.erase({g, s.sequence[op]});
+}
+
+void Walk::send(int cls, uint32_t op, double now) {
+  RankState& s = ranks_[size_t(cls)];
+  const workloads::Op& o = s.rank->program->ops[op];
+  const int peer = s.rank->peers[size_t(o.slot)];
+  const TransferCost t = costs_.transfer(s.rank->rank, peer, o.message_bytes, o.tag);
+  s.cost.bytes_sent += double(o.message_bytes);
+  push(now + t.serialization_s, EventKind::OpDone, cls, op);
+  const MessageKey key{cls, classes_.of_rank[size_t(peer)], o.tag, s.sequence[op]};
+  const double arrival = now + t.serialization_s + t.latency_s;
+  auto waiting = posted_.find(key);
+  if (waiting == posted_.end()) {
+    sent_[key] = arrival;
+    return;
+  }
+  const auto [rc, ro] = waiting->second;
+  push(std::max(posted_at_[key], arrival), EventKind::OpDone, rc, ro);
+  posted_.erase(waiting);
+  posted_at_.erase(key);
+}
+
+void Walk::receive(int cls, uint32_t op, double now) {
+  RankState& s = ranks_[size_t(cls)];
+  const workloads::Op& o = s.rank->program->ops[op];
+  s.cost.bytes_received += double(o.message_bytes);
+  const MessageKey key{classes_.of_rank[size_t(s.rank->peers[size_t(o.slot)])], cls, o.tag, s.sequence[op]};
+  auto arrived = sent_.find(key);
+  if (arrived != sent_.end()) {
+    push(std::max(now, arrived->second), EventKind::OpDone, cls, op);
+    sent_.erase(arrived);
+    return;
+  }
+  posted_[key] = {cls, op};
+  posted_at_[key] = now;
+}
+
+void Walk::start_kernel(int cls, double now) {
+  RankState& s = ranks_[size_t(cls)];
+  if (s.queue.empty()) return;
+  const uint32_t op = s.queue.front();
+  s.queue.pop_front();
+  const models::KernelTime t = costs_.compute(*s.rank, op);
+  s.running = op;
+  s.remaining = t.total();
+  s.host_share = t.total() > 0 ? t.host_s / t.total() : 0;
+  s.progress_at = s.kernel_start = now;
+  s.activity.change(now, 1, 0);
+  push(now + s.remaining / s.share, EventKind::KernelDone, cls, op, ++s.version);
+}
+
+void Walk::kernel_done(int cls, uint32_t op, double now) {
+  RankState& s = ranks_[size_t(cls)];
+  s.activity.change(now, -1, 0);
+  const double elapsed = now - s.kernel_start;
+  const uint8_t kind = static_cast<uint8_t>(s.rank->program->ops[op].kernel);
+  s.cost.compute_by_cause[size_t(models::cause_of_kernel(kind))] += elapsed * (1 - s.host_share);
+  s.cost.compute_by_cause[size_t(models::ComputeCause::Framework)] += elapsed * s.host_share;
+  if (options_.trace) s.cost.spans.push_back({op, sc_core::sc_time(s.kernel_start, sc_core::SC_SEC), sc_core::sc_time(now, sc_core::SC_SEC)});
+  s.running = -1;
+  start_kernel(cls, now);
+  op_done(cls, op, now);
+}
+
+// Collectives hold `sms` of the GPU's SMs: a running kernel goes on at the share left.
+void Walk::set_sms(int cls, int delta, double now) {
+  RankState& s = ranks_[size_t(cls)];
+  s.sms += delta;
+  const double share = std::clamp(double(std::max(0, sm_count_ - s.sms)) / sm_count_, 1e-3, 1.0);
+  if (share == s.share) return;
+  if (s.running >= 0) {
+    s.remaining = std::max(0.0, s.remaining - (now - s.progress_at) * s.share);
+    s.progress_at = now;
+    push(now + s.remaining / share, EventKind::KernelDone, cls, uint32_t(s.running), ++s.version);
+  }
+  s.share = share;
+}
+
+void Walk::op_done(int cls, uint32_t op, double now) {
+  RankState& s = ranks_[size_t(cls)];
+  const workloads::Op& o = s.rank->program->ops[op];
+  if (o.kind == OpKind::Collective || o.kind == OpKind::Send || o.kind == OpKind::Recv) {
+    s.activity.change(now, 0, -1);
+    if (o.kind == OpKind::Collective) set_sms(cls, -collective_costs_.at(uint64_t(cls) << 32 | op).channels, now);
+  }
+  ++s.done;
+  s.finished[op] = 1;
+  s.cost.finish_s = std::max(s.cost.finish_s, now);
+  const models::ProgramGraph& g = *s.graph;
+  for (uint32_t k = g.successor_begin[op]; k < g.successor_begin[op + 1]; ++k)
+    if (--s.waits[g.successors[k]] == 0) push(now, EventKind::Ready, cls, g.successors[k]);
+}
+
+AnalyticResult Walk::run() {
+  ranks_.resize(size_t(classes_.count()));
+  group_of_communicator_.assign(job_.communicators.size(), -1);
+  std::unordered_map<const workloads::Program*, std::shared_ptr<const models::ProgramGraph>> graphs;
+  for (int c = 0; c < classes_.count(); ++c) {
+    const workloads::Rank& rank = job_.ranks[size_t(classes_.representative[size_t(c)])];
+    auto& graph = graphs[rank.program.get()];
+    if (!graph) graph = std::make_shared<models::ProgramGraph>(*rank.program);
+    ranks_[size_t(c)].graph = graph;
+    init_rank(c);
+  }
+  while (!events_.empty()) {
+    const Event e = events_.top();
+    events_.pop();
+    switch (e.kind) {
+      case EventKind::Ready: ready(e.cls, e.op, e.time); break;
+      case EventKind::KernelDone:
+        if (e.version == ranks_[size_t(e.cls)].version) kernel_done(e.cls, e.op, e.time);
+        break;
+      case EventKind::OpDone: op_done(e.cls, e.op, e.time); break;
+      case EventKind::SmsAcquired: set_sms(e.cls, collective_costs_.at(uint64_t(e.cls) << 32 | e.op).channels, e.time); break;
+    }
+  }
+  return collect();
+}
+
+std::string Walk::describe_stuck() const {
+  std::string out;
+  int shown = 0;
+  for (const RankState& s : ranks_) {
+    const auto& ops = s.rank->program->ops;
+    if (s.done == ops.size() || ++shown > 8) continue;
+    std::string line = "rank " + std::to_string(s.rank->rank) + ":";
+    std::vector<bool> seen(job_.stream_names.size(), false);
+    for (uint32_t i = 0; i < ops.size(); ++i) {
+      if (s.finished[i] || seen[ops[i].stream]) continue;
+      seen[ops[i].stream] = true;
+      line += " [" + job_.stream_names[ops[i].stream] + "] op " + std::to_string(i) + " " +
+              workloads::to_string(ops[i].kind) + " " + job_.op_name(ops[i]);
+    }
+    out += (out.empty() ? "" : "; ") + line;
+  }
+  return out;
+}
+
+AnalyticResult Walk::collect() {
+  AnalyticResult r;
+  r.classes = classes_.count();
+  for (const RankState& s : ranks_) {
+    r.iteration_time_s = std::max(r.iteration_time_s, s.cost.finish_s);
+    if (s.done != s.rank->program->ops.size()) r.deadlocked = true;
+  }
+  if (r.deadlocked) r.deadlock = describe_stuck();
+  for (RankState& s : ranks_) {
+    s.activity.change(r.iteration_time_s, 0, 0);
+    s.cost.compute_s = s.activity.compute;
+    s.cost.exposed_communication_s = s.activity.exposed;
+    s.cost.overlapped_communication_s = s.activity.overlapped;
+    s.cost.idle_s = s.activity.idle;
+    s.cost.ops = s.done;
+  }
+  r.ranks.resize(job_.ranks.size());
+  for (size_t k = 0; k < job_.ranks.size(); ++k) {
+    r.ranks[k] = ranks_[size_t(classes_.of_rank[k])].cost;
+    r.ranks[k].rank = static_cast<int>(k);
+  }
+  return r;
+}
+
+}  // namespace
+
+AnalyticResult cost_iteration(const platforms::PlatformConfig& platform,
+                              const platforms::RoutedTopology& topology, const workloads::Job& job,
+                              const AnalyticOptions& options) {
+  Walk walk(platform, topology, job, options);
+  return walk.run();
+}
+
+}  // namespace tessera::analytic
