@@ -29,17 +29,55 @@ Signature shape_signature(const models::CommunicatorShape& s) {
   return sig;
 }
 
+bool same_op(const workloads::Op& a, const workloads::Op& b) {
+  return a.kind == b.kind && a.stream == b.stream && a.name == b.name && a.deps == b.deps &&
+         a.phase == b.phase && a.dtype == b.dtype && a.flops == b.flops && a.bytes == b.bytes &&
+         a.gemm.m == b.gemm.m && a.gemm.n == b.gemm.n && a.gemm.k == b.gemm.k &&
+         a.gemm.batch == b.gemm.batch && a.kernel == b.kernel && a.kernels == b.kernels &&
+         a.elements == b.elements && a.collective == b.collective &&
+         a.message_bytes == b.message_bytes && a.slot == b.slot && a.tag == b.tag &&
+         a.algorithm == b.algorithm && a.splits == b.splits && a.micro_batch == b.micro_batch;
+}
+
+bool same_program(const workloads::Program& a, const workloads::Program& b) {
+  if (a.ops.size() != b.ops.size()) return false;
+  for (size_t i = 0; i < a.ops.size(); ++i)
+    if (!same_op(a.ops[i], b.ops[i])) return false;
+  return true;
+}
+
+// Programs by content: ranks may hold equal programs in separate objects (a job file's).
+class ProgramIds {
+ public:
+  int id(const workloads::Program* program) {
+    auto known = by_pointer_.find(program);
+    if (known != by_pointer_.end()) return known->second;
+    int id = -1;
+    for (size_t k = 0; k < distinct_.size() && id < 0; ++k)
+      if (same_program(*distinct_[k], *program)) id = static_cast<int>(k);
+    if (id < 0) {
+      id = static_cast<int>(distinct_.size());
+      distinct_.push_back(program);
+    }
+    return by_pointer_[program] = id;
+  }
+
+ private:
+  std::unordered_map<const workloads::Program*, int> by_pointer_;
+  std::vector<const workloads::Program*> distinct_;
+};
+
 // The first class partition: program, and per slot the communicator's shape and which earlier
 // slot names the same communicator.
 std::vector<int> initial_classes(const workloads::Job& job, const std::vector<models::CommunicatorShape>& shapes) {
   Interner shape_ids, classes;
   std::vector<int> shape_of(shapes.size());
   for (size_t c = 0; c < shapes.size(); ++c) shape_of[c] = shape_ids.id(shape_signature(shapes[c]));
-  std::unordered_map<const workloads::Program*, int> programs;
+  ProgramIds programs;
   std::vector<int> of_rank(job.ranks.size());
   for (size_t r = 0; r < job.ranks.size(); ++r) {
     const workloads::Rank& rank = job.ranks[r];
-    const auto program = programs.emplace(rank.program.get(), static_cast<int>(programs.size())).first->second;
+    const int program = programs.id(rank.program.get());
     Signature sig{program, static_cast<int64_t>(rank.communicators.size()), static_cast<int64_t>(rank.peers.size())};
     for (size_t s = 0; s < rank.communicators.size(); ++s) {
       const int c = rank.communicators[s];

@@ -1,0 +1,145 @@
+// Analytic fidelity in closed form: pipeline bubbles, a gradient all-reduce hidden under the
+// backward, rank symmetry, a program that cannot finish.
+#include <gtest/gtest.h>
+
+#include "analytic/iteration.h"
+#include "analytic/rank_classes.h"
+#include "tests/support/jobs.h"
+#include "test_helpers.h"
+#include "workloads/workload.h"
+
+namespace {
+
+using namespace tessera;
+namespace wt = tessera::workloads::testing;
+
+// An ideal node: no latency anywhere, links so fast that transfers are free, no kernel overhead:
+// the roofline times a kernel by its FLOPs alone.
+platforms::PlatformConfig free_fabric(int gpus) {
+  platforms::PlatformConfig p = tessera::testing::ideal_node(gpus, 1e6);
+  p.node.nvlink.link.latency_ns = 0;
+  p.node.nvlink.switch_latency_ns = 0;
+  p.gpu.kernel_overhead_us = 0;
+  p.validate();
+  return p;
+}
+
+analytic::AnalyticResult cost(const platforms::PlatformConfig& p, const workloads::Job& job) {
+  const platforms::RoutedTopology topology(p);
+  return analytic::cost_iteration(p, topology, job, analytic::AnalyticOptions{});
+}
+
+// The iteration of 24 uniform layers of F FLOPs per sample over p stages, m micro-batches,
+// against m (t_f + t_b): the bubble fraction.
+double bubble(workloads::Schedule schedule, int p, int v, int64_t m) {
+  const double F = 1e12;
+  workloads::Strategy s;
+  s.pp = p;
+  s.vpp = v;
+  s.schedule = schedule;
+  s.global_batch = m;
+  const workloads::CompiledJob c = workloads::compile(wt::uniform_layers(24, F), s);
+  const platforms::PlatformConfig platform = free_fabric(p);
+  const analytic::AnalyticResult r = cost(platform, c.job);
+  EXPECT_FALSE(r.deadlocked) << r.deadlock;
+  const double rate = platform.gpu.peak_tflops[size_t(workloads::DType::BF16)] * 1e12 * platform.gpu.compute_efficiency;
+  const double tf = 24.0 / p * F / rate, tb = 2 * tf;
+  return r.iteration_time_s / (double(m) * (tf + tb)) - 1;
+}
+
+TEST(AnalyticClosedForm, OneFOneBAndGPipeBubble) {
+  for (auto schedule : {workloads::Schedule::GPipe, workloads::Schedule::OneFOneB})
+    for (int p : {2, 4, 8})
+      for (int64_t m : {1, 4, 16})
+        EXPECT_NEAR(bubble(schedule, p, 1, m), double(p - 1) / double(m), 1e-6) << "p " << p << " m " << m;
+}
+
+TEST(AnalyticClosedForm, InterleavedBubble) {
+  for (int p : {2, 4})
+    for (int v : {2, 3})
+      for (int64_t m : {int64_t(p), 4 * int64_t(p)})
+        EXPECT_NEAR(bubble(workloads::Schedule::Interleaved, p, v, m), double(p - 1) / double(v * m), 1e-6)
+            << "p " << p << " v " << v << " m " << m;
+}
+
+// A gradient all-reduce issued during the backward on its own stream, which the optimizer waits
+// for: hidden when the rest of the backward is longer (no exposed communication, the iteration
+// is compute alone), exposed when it is not.
+workloads::Job backward_with_allreduce(double rest_flops) {
+  workloads::Job job;
+  job.communicators.push_back({"dp", {0, 1}});
+  for (int r = 0; r < 2; ++r) {
+    tessera::testing::ProgramBuilder b(job, r);
+    const auto first = b.compute("backward.first", "compute", 1e12, 0);
+    const auto reduce = b.collective("grads.allreduce", "dp_comm", workloads::CollectiveKind::AllReduce, 0, 64 << 20, {first});
+    b.compute("backward.rest", "compute", rest_flops, 0);
+    b.compute("optimizer", "compute", 1e9, 0, {reduce});
+    b.finish();
+  }
+  return job;
+}
+
+TEST(AnalyticClosedForm, AllReduceHiddenUnderBackward) {
+  const platforms::PlatformConfig p = tessera::testing::ideal_node(2);
+  const analytic::AnalyticResult hidden = cost(p, backward_with_allreduce(1e14));
+  ASSERT_FALSE(hidden.deadlocked);
+  for (const analytic::RankCost& r : hidden.ranks) {
+    EXPECT_EQ(r.exposed_communication_s, 0.0);
+    EXPECT_GT(r.overlapped_communication_s, 0.0);
+    EXPECT_DOUBLE_EQ(r.compute_s, hidden.iteration_time_s);
+  }
+  const analytic::AnalyticResult exposed = cost(p, backward_with_allreduce(1e9));
+  for (const analytic::RankCost& r : exposed.ranks) EXPECT_GT(r.exposed_communication_s, 0.0);
+}
+
+TEST(AnalyticSymmetry, EquivalentRanksAreCostedOnce) {
+  const platforms::PlatformConfig p = tessera::testing::ideal_node(8);
+  EXPECT_EQ(cost(p, tessera::testing::one_collective(8, workloads::CollectiveKind::AllReduce, 1 << 20)).classes, 1);
+  // A sender, a receiver and six idle ranks.
+  EXPECT_EQ(cost(p, tessera::testing::transfers(8, {{0, 1}}, 1 << 20)).classes, 3);
+  // Data parallel over 4, two pipeline stages: one class per stage.
+  workloads::Strategy s;
+  s.pp = 2;
+  s.dp = 4;
+  s.global_batch = 8;
+  const workloads::CompiledJob c = workloads::compile(wt::uniform_layers(8, 1e9), s);
+  const analytic::AnalyticResult r = cost(p, c.job);
+  EXPECT_EQ(r.classes, 2);
+  for (size_t k = 0; k < r.ranks.size(); ++k)
+    EXPECT_EQ(r.ranks[k].finish_s, r.ranks[c.stage_of_rank[k] == 0 ? 0 : 4].finish_s) << k;
+}
+
+TEST(AnalyticSymmetry, RanksOnAnotherNodeDiffer) {
+  // Members 0-3 of a communicator on one node, 4 on the next: shapes differ from a one-node
+  // communicator, so the classes are refined by node placement.
+  platforms::PlatformConfig p = platforms::load_platform("dgx-a100");
+  p.nodes = 2;
+  workloads::Job job;
+  job.communicators.push_back({"a", {0, 1, 2, 3}});
+  job.communicators.push_back({"b", {4, 8, 12, 15}});
+  for (int r = 0; r < 16; ++r) {
+    tessera::testing::ProgramBuilder b(job, r);
+    if (r < 4) b.collective("x", "comm", workloads::CollectiveKind::AllReduce, 0, 1 << 20);
+    else if (r == 4 || r == 8 || r == 12 || r == 15) b.collective("x", "comm", workloads::CollectiveKind::AllReduce, 1, 1 << 20);
+    else b.compute("idle", "compute", 0, 1);
+    b.finish();
+  }
+  const analytic::AnalyticResult r = cost(p, job);
+  EXPECT_EQ(r.classes, 3);
+  EXPECT_LT(r.ranks[0].finish_s, r.ranks[4].finish_s);  // the second crosses the network
+}
+
+TEST(AnalyticRun, NamesAProgramThatCannotFinish) {
+  workloads::Job job;
+  for (int r = 0; r < 2; ++r) {
+    tessera::testing::ProgramBuilder b(job, r);
+    if (r == 1) b.p2p(false, "recv_never_sent", "pp_recv", 0, 1024, 7);
+    else b.compute("alone", "compute", 1e9, 0);
+    b.finish();
+  }
+  const analytic::AnalyticResult r = cost(tessera::testing::ideal_node(2), job);
+  EXPECT_TRUE(r.deadlocked);
+  EXPECT_NE(r.deadlock.find("rank 1: [pp_recv] op 0 recv recv_never_sent"), std::string::npos) << r.deadlock;
+}
+
+}  // namespace
