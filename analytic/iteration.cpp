@@ -43,6 +43,7 @@ struct RankState {
   std::shared_ptr<const models::ProgramGraph> graph;
   std::vector<uint32_t> waits;
   std::vector<uint8_t> finished;   // per op
+  std::vector<CollectiveCost> collectives;  // per op, once joined
   std::vector<uint32_t> sequence;  // collectives: call number on the communicator; p2p: per (peer class, tag)
   uint64_t done = 0;
   // The compute engine: one kernel at a time in arrival order.
@@ -118,7 +119,6 @@ class Walk {
   std::map<std::vector<int64_t>, int> groups_;
   std::vector<int> group_size_;
   std::map<std::pair<int, uint32_t>, Gathering> gathering_;
-  std::unordered_map<uint64_t, CollectiveCost> collective_costs_;  // by (class, op)
   // Point-to-point messages by (source class, destination class, tag, sequence).
   using MessageKey = std::tuple<int, int, uint32_t, uint32_t>;
   std::map<MessageKey, double> sent_;                        // arrival of the last byte
@@ -146,6 +146,7 @@ void Walk::init_rank(int cls) {
   const auto& ops = s.rank->program->ops;
   s.waits = s.graph->waits;
   s.finished.assign(ops.size(), 0);
+  s.collectives.resize(ops.size());
   s.sequence.assign(ops.size(), 0);
   std::unordered_map<int, uint32_t> calls;
   std::map<std::tuple<int, int, uint32_t>, uint32_t> messages;  // (kind, peer class, tag)
@@ -188,10 +189,7 @@ void Walk::collective_joined(int cls, uint32_t op, double now) {
   RankState& s = ranks_[size_t(cls)];
   const workloads::Op& o = s.rank->program->ops[op];
   const int communicator = s.rank->communicators[size_t(o.slot)];
-  const uint64_t key = uint64_t(cls) << 32 | op;
-  auto cached = collective_costs_.find(key);
-  if (cached == collective_costs_.end()) cached = collective_costs_.emplace(key, costs_.collective(*s.rank, o)).first;
-  const CollectiveCost& cost = cached->second;
+  const CollectiveCost& cost = s.collectives[op] = costs_.collective(*s.rank, o);
   s.cost.bytes_sent += cost.member_bytes;
   s.cost.bytes_received += cost.member_bytes;
   // This member's kernels hold their SMs from the end of the launch until the call is done.
@@ -288,7 +286,7 @@ void Walk::op_done(int cls, uint32_t op, double now) {
   const workloads::Op& o = s.rank->program->ops[op];
   if (o.kind == OpKind::Collective || o.kind == OpKind::Send || o.kind == OpKind::Recv) {
     s.activity.change(now, 0, -1);
-    if (o.kind == OpKind::Collective) set_sms(cls, -collective_costs_.at(uint64_t(cls) << 32 | op).channels, now);
+    if (o.kind == OpKind::Collective) set_sms(cls, -s.collectives[op].channels, now);
   }
   ++s.done;
   s.finished[op] = 1;
@@ -318,7 +316,7 @@ AnalyticResult Walk::run() {
         if (e.version == ranks_[size_t(e.cls)].version) kernel_done(e.cls, e.op, e.time);
         break;
       case EventKind::OpDone: op_done(e.cls, e.op, e.time); break;
-      case EventKind::SmsAcquired: set_sms(e.cls, collective_costs_.at(uint64_t(e.cls) << 32 | e.op).channels, e.time); break;
+      case EventKind::SmsAcquired: set_sms(e.cls, ranks_[size_t(e.cls)].collectives[e.op].channels, e.time); break;
     }
   }
   return collect();

@@ -49,15 +49,24 @@ OpCosts::OpCosts(const platforms::PlatformConfig& platform, const platforms::Rou
                                                  tuner_.fabric().gpus_per_node));
 }
 
+size_t OpCosts::WorkHash::operator()(const std::vector<double>& v) const {
+  size_t h = v.size();
+  for (double x : v) h = h * 1000003u ^ std::hash<double>()(x);
+  return h;
+}
+
 models::KernelTime OpCosts::compute(const workloads::Rank& rank, uint32_t index) {
-  std::vector<models::KernelTime>& times = kernels_[rank.program.get()];
-  if (times.empty()) times.assign(rank.program->ops.size(), models::KernelTime{-1, 0});
-  models::KernelTime& t = times[index];
-  if (t.device_s >= 0) return t;
+  const workloads::Op& op = rank.program->ops[index];
+  key_.assign({double(op.kernel), double(op.dtype), op.flops, op.bytes, double(op.gemm.m), double(op.gemm.n),
+               double(op.gemm.k), double(op.gemm.batch), double(op.kernels), double(op.elements)});
+  auto known = kernels_.find(key_);
+  if (known != kernels_.end()) return known->second;
   protocol::ComputeEvent e;
-  models::fill_compute_event(e, job_, rank.rank, index, rank.program->ops[index]);
-  if (options_.kernel_timer) t = options_.kernel_timer->kernel_time(e);
-  else t = models::KernelTime{models::roofline_seconds(platform_.gpu, e, false), 0};
+  models::fill_compute_event(e, job_, rank.rank, index, op);
+  const models::KernelTime t = options_.kernel_timer
+                                   ? options_.kernel_timer->kernel_time(e)
+                                   : models::KernelTime{models::roofline_seconds(platform_.gpu, e, false), 0};
+  kernels_.emplace(key_, t);
   return t;
 }
 
@@ -69,6 +78,9 @@ double OpCosts::copy(const workloads::Rank& rank, uint32_t index) const {
 
 CollectiveCost OpCosts::collective(const workloads::Rank& rank, const workloads::Op& op) {
   const int communicator = rank.communicators[size_t(op.slot)];
+  key_.assign({double(communicator), double(op.collective), double(op.message_bytes), double(op.algorithm)});
+  auto known = collectives_.find(key_);
+  if (known != collectives_.end()) return known->second;
   const models::CommunicatorShape& shape = shapes_[size_t(communicator)];
   const models::CollectiveOp kind = models::collective_op(op.collective);
   models::CollectiveAlgorithm a = models::CollectiveAlgorithm::Automatic;
@@ -83,6 +95,7 @@ CollectiveCost OpCosts::collective(const workloads::Rank& rank, const workloads:
                tuner_.ring_fill(kind, choice.algorithm, choice.protocol, op.message_bytes, shape);
   c.seconds = shape.ranks > 1 ? std::max(choice.predicted_s, c.launch_s) : c.launch_s;
   c.member_bytes = member_bytes(op.collective, double(op.message_bytes), shape.ranks);
+  collectives_.emplace(key_, c);
   return c;
 }
 

@@ -60,8 +60,15 @@ class OpCosts {
   std::vector<models::CommunicatorShape> shapes_;
   platforms::RoutedPaths paths_;
   std::vector<uint32_t> path_;
-  // Kernel times per program, filled as ops are first costed (negative: not yet).
-  std::unordered_map<const workloads::Program*, std::vector<models::KernelTime>> kernels_;
+  // A kernel's time depends only on its work (kind, dtype, FLOPs, bytes, shape, kernels,
+  // elements), which repeats from layer to layer and micro-batch to micro-batch: each distinct
+  // one is timed once. Likewise a collective by (communicator, kind, bytes, algorithm).
+  struct WorkHash {
+    size_t operator()(const std::vector<double>& v) const;
+  };
+  std::unordered_map<std::vector<double>, models::KernelTime, WorkHash> kernels_;
+  std::unordered_map<std::vector<double>, CollectiveCost, WorkHash> collectives_;
+  std::vector<double> key_;
 };
 
 // Payload bytes one member of an n-member collective of `bytes` (nccl-tests size) sends on a

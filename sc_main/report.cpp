@@ -158,6 +158,10 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
       out << (c ? ", " : "") << format("%.3f ms ", first.compute_by_cause[c] * 1e3) << labels[c];
     out << "\n";
   }
+  if (r.fidelity == platforms::Fidelity::Analytic)
+    out << "  analytic model        " << r.classes << " of " << r.ranks.size()
+        << " ranks costed (the others are equivalent to one of them), "
+        << format("%.3f s", r.wall_s) << "\n";
   double busiest = 0;
   std::string busiest_name;
   for (const LinkResult& l : r.links)

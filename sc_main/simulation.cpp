@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "analytic/iteration.h"
@@ -51,19 +52,26 @@ class TerminalProgress : public models::ProgressMonitor {
   std::chrono::steady_clock::time_point last_;
 };
 
+void check_program_choices(const workloads::Job& job, const workloads::Program& program, std::vector<bool>& seen);
+
 // Per-op algorithm names must be known before the run, not fail inside it.
 void check_collective_choices(const workloads::Job& job) {
   std::vector<bool> seen(job.names.size(), false);
+  std::set<const workloads::Program*> programs;  // ranks share programs: each once
   for (const workloads::Rank& rank : job.ranks)
-    for (const workloads::Op& op : rank.program->ops) {
-      if (op.kind != workloads::OpKind::Collective || op.algorithm == 0 || seen[op.algorithm]) continue;
-      seen[op.algorithm] = true;
-      models::CollectiveAlgorithm a;
-      models::CollectiveProtocol p;
-      if (!models::parse_algorithm_choice(job.names[op.algorithm], a, p))
-        throw std::invalid_argument("op '" + job.op_name(op) + "' names an unknown collective algorithm '" +
-                                    job.names[op.algorithm] + "'");
-    }
+    if (programs.insert(rank.program.get()).second) check_program_choices(job, *rank.program, seen);
+}
+
+void check_program_choices(const workloads::Job& job, const workloads::Program& program, std::vector<bool>& seen) {
+  for (const workloads::Op& op : program.ops) {
+    if (op.kind != workloads::OpKind::Collective || op.algorithm == 0 || seen[op.algorithm]) continue;
+    seen[op.algorithm] = true;
+    models::CollectiveAlgorithm a;
+    models::CollectiveProtocol p;
+    if (!models::parse_algorithm_choice(job.names[op.algorithm], a, p))
+      throw std::invalid_argument("op '" + job.op_name(op) + "' names an unknown collective algorithm '" +
+                                  job.names[op.algorithm] + "'");
+  }
 }
 
 // Times over `iterations` iterations as the mean of one.
@@ -224,8 +232,7 @@ SimulationResult cost_analytically(const platforms::PlatformConfig& platform,
                                    const platforms::RoutedTopology& topology,
                                    const workloads::Job& job, const SimulationOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
-  workloads::validate(job);
-  check_collective_choices(job);
+  check_collective_choices(job);  // (the caller has validated the job)
   analytic::AnalyticOptions a;
   a.costs.kernel_timer = options.kernel_timer;
   a.costs.collectives = options.collectives;
