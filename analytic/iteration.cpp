@@ -21,7 +21,10 @@ using workloads::OpKind;
 struct Activity {
   int computing = 0, communicating = 0;
   double last = 0, compute = 0, exposed = 0, overlapped = 0, idle = 0;
-  void change(double now, int dc, int dm) {
+  models::TimeLedger causes;
+  void change(double now, int dc, int dm, models::TimeCause cause) {
+    if (dc + dm > 0) causes.begin(now, cause);
+    else if (dc + dm < 0) causes.end(now, cause);
     const double elapsed = now - last;
     if (computing > 0) {
       compute += elapsed;
@@ -43,7 +46,7 @@ struct RankState {
   std::shared_ptr<const models::ProgramGraph> graph;
   std::vector<uint32_t> waits;
   std::vector<uint8_t> finished;   // per op
-  std::vector<CollectiveCost> collectives;  // per op, once joined
+  std::vector<uint16_t> channels;  // per collective op, once joined: the SMs it holds
   std::vector<uint32_t> sequence;  // collectives: call number on the communicator; p2p: per (peer class, tag)
   uint64_t done = 0;
   // The compute engine: one kernel at a time in arrival order.
@@ -143,10 +146,11 @@ void Walk::init_rank(int cls) {
   RankState& s = ranks_[size_t(cls)];
   s.rank = &job_.ranks[size_t(classes_.representative[size_t(cls)])];
   s.cost.rank = s.rank->rank;
+  if (options_.trace) s.activity.causes.enable_spans();
   const auto& ops = s.rank->program->ops;
   s.waits = s.graph->waits;
   s.finished.assign(ops.size(), 0);
-  s.collectives.resize(ops.size());
+  s.channels.assign(ops.size(), 0);
   s.sequence.assign(ops.size(), 0);
   std::unordered_map<int, uint32_t> calls;
   std::map<std::tuple<int, int, uint32_t>, uint32_t> messages;  // (kind, peer class, tag)
@@ -179,7 +183,7 @@ void Walk::ready(int cls, uint32_t op, double now) {
     default:
       break;
   }
-  s.activity.change(now, 0, 1);
+  s.activity.change(now, 0, 1, models::cause_of_op(job_, *s.rank, o));
   if (o.kind == OpKind::Collective) collective_joined(cls, op, now);
   else if (o.kind == OpKind::Send) send(cls, op, now);
   else receive(cls, op, now);
@@ -189,7 +193,8 @@ void Walk::collective_joined(int cls, uint32_t op, double now) {
   RankState& s = ranks_[size_t(cls)];
   const workloads::Op& o = s.rank->program->ops[op];
   const int communicator = s.rank->communicators[size_t(o.slot)];
-  const CollectiveCost& cost = s.collectives[op] = costs_.collective(*s.rank, o);
+  const CollectiveCost cost = costs_.collective(*s.rank, o);
+  s.channels[op] = static_cast<uint16_t>(std::min(cost.channels, 0xffff));
   s.cost.bytes_sent += cost.member_bytes;
   s.cost.bytes_received += cost.member_bytes;
   // This member's kernels hold their SMs from the end of the launch until the call is done.
@@ -250,13 +255,13 @@ void Walk::start_kernel(int cls, double now) {
   s.remaining = t.total();
   s.host_share = t.total() > 0 ? t.host_s / t.total() : 0;
   s.progress_at = s.kernel_start = now;
-  s.activity.change(now, 1, 0);
+  s.activity.change(now, 1, 0, models::compute_cause(s.rank->program->ops[op].phase));
   push(now + s.remaining / s.share, EventKind::KernelDone, cls, op, ++s.version);
 }
 
 void Walk::kernel_done(int cls, uint32_t op, double now) {
   RankState& s = ranks_[size_t(cls)];
-  s.activity.change(now, -1, 0);
+  s.activity.change(now, -1, 0, models::compute_cause(s.rank->program->ops[op].phase));
   const double elapsed = now - s.kernel_start;
   const uint8_t kind = static_cast<uint8_t>(s.rank->program->ops[op].kernel);
   s.cost.compute_by_cause[size_t(models::cause_of_kernel(kind))] += elapsed * (1 - s.host_share);
@@ -285,15 +290,16 @@ void Walk::op_done(int cls, uint32_t op, double now) {
   RankState& s = ranks_[size_t(cls)];
   const workloads::Op& o = s.rank->program->ops[op];
   if (o.kind == OpKind::Collective || o.kind == OpKind::Send || o.kind == OpKind::Recv) {
-    s.activity.change(now, 0, -1);
-    if (o.kind == OpKind::Collective) set_sms(cls, -s.collectives[op].channels, now);
+    s.activity.change(now, 0, -1, models::cause_of_op(job_, *s.rank, o));
+    if (o.kind == OpKind::Collective) set_sms(cls, -s.channels[op], now);
   }
   ++s.done;
   s.finished[op] = 1;
   s.cost.finish_s = std::max(s.cost.finish_s, now);
   const models::ProgramGraph& g = *s.graph;
+  // Successors that become ready now start now (no event: the time does not move).
   for (uint32_t k = g.successor_begin[op]; k < g.successor_begin[op + 1]; ++k)
-    if (--s.waits[g.successors[k]] == 0) push(now, EventKind::Ready, cls, g.successors[k]);
+    if (--s.waits[g.successors[k]] == 0) ready(cls, g.successors[k], now);
 }
 
 AnalyticResult Walk::run() {
@@ -316,7 +322,7 @@ AnalyticResult Walk::run() {
         if (e.version == ranks_[size_t(e.cls)].version) kernel_done(e.cls, e.op, e.time);
         break;
       case EventKind::OpDone: op_done(e.cls, e.op, e.time); break;
-      case EventKind::SmsAcquired: set_sms(e.cls, ranks_[size_t(e.cls)].collectives[e.op].channels, e.time); break;
+      case EventKind::SmsAcquired: set_sms(e.cls, ranks_[size_t(e.cls)].channels[e.op], e.time); break;
     }
   }
   return collect();
@@ -350,7 +356,10 @@ AnalyticResult Walk::collect() {
   }
   if (r.deadlocked) r.deadlock = describe_stuck();
   for (RankState& s : ranks_) {
-    s.activity.change(r.iteration_time_s, 0, 0);
+    s.activity.change(r.iteration_time_s, 0, 0, models::TimeCause::Idle);
+    s.activity.causes.close(r.iteration_time_s);
+    s.cost.time_by_cause = s.activity.causes.seconds();
+    s.cost.cause_spans = s.activity.causes.spans();
     s.cost.compute_s = s.activity.compute;
     s.cost.exposed_communication_s = s.activity.exposed;
     s.cost.overlapped_communication_s = s.activity.overlapped;

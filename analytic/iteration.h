@@ -15,6 +15,7 @@
 
 #include "analytic/op_costs.h"
 #include "models/gpu/activity.h"
+#include "models/gpu/time_causes.h"
 
 namespace tessera::analytic {
 
@@ -32,6 +33,8 @@ struct RankCost {
   double overlapped_communication_s = 0;
   double idle_s = 0;
   std::array<double, models::kComputeCauses> compute_by_cause{};
+  std::array<double, models::kTimeCauses> time_by_cause{};  // adds up to the iteration time
+  std::vector<models::CauseSpan> cause_spans;  // when tracing
   uint64_t ops = 0;
   double bytes_sent = 0;
   double bytes_received = 0;

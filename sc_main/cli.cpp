@@ -15,6 +15,7 @@
 #include <boost/program_options.hpp>
 #include <systemc>
 
+#include "sc_main/analyze_command.h"
 #include "sc_main/calibrate_command.h"
 #include "sc_main/collective_command.h"
 #include "sc_main/compute_command.h"
@@ -46,6 +47,7 @@ const char* kUsage =
     "commands:\n"
     "  run         simulate one training iteration (the default scenario without options)\n"
     "  collective  one collective over a size sweep, printed like nccl-tests\n"
+    "  analyze     the analytic model's sensitivity to each hardware parameter (--sensitivity)\n"
     "  validate    simulate measured runs (a CSV) and report each error and the MAPE\n"
     "  platforms   list the built-in platforms\n"
     "  describe    a platform's modules, links, bisection bandwidth and a route between two GPUs\n"
@@ -81,7 +83,7 @@ struct RunSettings {
   WatchdogSettings watchdog;
 };
 
-po::options_description run_options(RunSettings& s) {
+po::options_description run_options(RunSettings& s, const char* title = "tessera run [options]") {
   po::options_description general("general");
   general.add_options()
       ("help,h", "this help")
@@ -119,7 +121,7 @@ po::options_description run_options(RunSettings& s) {
       ("gpus-per-node", po::value(&s.gpus_per_node), "GPUs per node for hierarchical and tree collectives (default: all)")
       ("iterations", po::value(&s.iterations)->default_value(1),
        "training iterations to simulate, one after another on every rank; times are reported as the mean of one");
-  po::options_description all("tessera run [options]");
+  po::options_description all(title);
   all.add(general).add(platform).add(workload).add(compute_options(s.compute)).add(sim).add(watchdog_options(s.watchdog));
   return all;
 }
@@ -247,14 +249,13 @@ Workload build_workload(const RunSettings& s, const po::variables_map& vm,
   return {std::move(compiled.job), std::move(compiled.memory)};
 }
 
-int command_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  RunSettings s;
-  po::options_description desc = run_options(s);
-  po::variables_map vm;
+// Parses a run's command line (and its --config file); false after --help.
+bool parse_run(const std::vector<std::string>& args, po::options_description& desc, po::variables_map& vm,
+               std::ostream& out) {
   store_command_line(args, desc, vm);
   if (vm.count("help")) {
     out << desc << "\n";
-    return kOk;
+    return false;
   }
   if (vm.count("config")) read_config_file(vm["config"].as<std::string>(), desc, vm);
   try {
@@ -262,11 +263,13 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
   } catch (const po::error& e) {
     throw InputError(e.what());
   }
-  check_run_settings(s, vm);
-  check_output_paths({{"--report", s.report}, {"--trace", s.trace}});
+  return true;
+}
 
-  std::shared_ptr<const platforms::RoutedTopology> topology;
-  platforms::PlatformConfig platform = build_platform(s.platform, &topology);
+// The platform (and its routes) and the workload of a run, checked against each other.
+Workload prepare_run(RunSettings& s, const po::variables_map& vm, platforms::PlatformConfig& platform,
+                     std::shared_ptr<const platforms::RoutedTopology>& topology) {
+  platform = build_platform(s.platform, &topology);
   Workload workload = build_workload(s, vm, platform);
   workloads::Job& job = workload.job;
   if (!s.job.empty() && vm.count("gpus") == 0 && vm.count("nodes") == 0 && platform.nodes == 1 &&
@@ -286,7 +289,12 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
   } catch (const std::invalid_argument& e) {
     throw InputError(e.what());
   }
+  return workload;
+}
 
+// The simulation options of a run (not its kernel timer).
+SimulationOptions simulation_options(const RunSettings& s, const po::variables_map& vm,
+                                     const platforms::PlatformConfig& platform) {
   SimulationOptions options;
   options.chunk_bytes = uint64_t(s.chunk_kib) * 1024;
   // auto: packet fidelity where it runs in seconds to minutes, flow fidelity beyond.
@@ -310,6 +318,22 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
   options.trace_bucket_us = s.trace_bucket_us;
   options.progress = true;
   options.iterations = uint64_t(s.iterations);
+  return options;
+}
+
+int command_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  RunSettings s;
+  po::options_description desc = run_options(s);
+  po::variables_map vm;
+  if (!parse_run(args, desc, vm, out)) return kOk;
+  check_run_settings(s, vm);
+  check_output_paths({{"--report", s.report}, {"--trace", s.trace}});
+
+  std::shared_ptr<const platforms::RoutedTopology> topology;
+  platforms::PlatformConfig platform;
+  Workload workload = prepare_run(s, vm, platform, topology);
+  const workloads::Job& job = workload.job;
+  SimulationOptions options = simulation_options(s, vm, platform);
   options.topology = topology;
   std::string compute_note;
   options.kernel_timer = make_kernel_timer(s.compute, platform, load_framework_option(s.compute), &compute_note);
@@ -327,6 +351,64 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
   if (!s.trace.empty()) write_json_file(s.trace, trace_json(platform, job, result, s.trace_bucket_us));
   if (!s.quiet) print_summary(out, platform, job, workload.memory, result);
   return kOk;
+}
+
+// The options of `tessera analyze` that `tessera run` does not have (left out of the flow runs
+// of --confirm), and whether each takes a value.
+const std::vector<std::pair<std::string, bool>> kAnalyzeOnly = {
+    {"sensitivity", false}, {"confirm", false}, {"step", true}, {"report", true}, {"trace", true},
+    {"trace-bucket-us", true}, {"fidelity", true}, {"quiet", false}, {"q", false}};
+
+// The analyze command line as a `tessera run` one: the analysis options left out.
+std::vector<std::string> run_arguments(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    bool dropped = false;
+    for (const auto& [name, takes_value] : kAnalyzeOnly) {
+      const std::string flag = (name.size() == 1 ? "-" : "--") + name;
+      if (a == flag) {
+        dropped = true;
+        if (takes_value) ++i;
+      } else if (a.rfind(flag + "=", 0) == 0) {
+        dropped = true;
+      }
+    }
+    if (!dropped) out.push_back(a);
+  }
+  return out;
+}
+
+int command_analyze(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  RunSettings s;
+  AnalyzeSettings a;
+  po::options_description desc = run_options(s, "tessera analyze [options]");
+  desc.add(analyze_options(a));
+  po::variables_map vm;
+  if (!parse_run(args, desc, vm, out)) return kOk;
+  check_run_settings(s, vm);
+  check_analyze_settings(a);
+  std::shared_ptr<const platforms::RoutedTopology> topology;
+  platforms::PlatformConfig platform;
+  const Workload workload = prepare_run(s, vm, platform, topology);
+  s.fidelity = "analytic";
+  SimulationOptions options = simulation_options(s, vm, platform);
+  options.trace = false;
+  const workloads::Framework framework = load_framework_option(s.compute);
+  // The analytic iteration time of the platform with extra settings.
+  const IterationTime iteration = [&](const std::vector<std::string>& settings) {
+    PlatformSettings changed = s.platform;
+    changed.sets.insert(changed.sets.end(), settings.begin(), settings.end());
+    std::shared_ptr<const platforms::RoutedTopology> routes;
+    const platforms::PlatformConfig p = build_platform(changed, &routes);
+    SimulationOptions o = options;
+    o.kernel_timer = make_kernel_timer(s.compute, p, framework);
+    const SimulationResult r = cost_analytically(p, *routes, workload.job, o);
+    if (r.deadlocked) throw InputError(describe_deadlock(r));
+    return r.iteration_time_s;
+  };
+  const Watchdog watchdog(s.watchdog);
+  return run_analyses(a, platform, workload.job, iteration, run_arguments(args), out, err);
 }
 
 // A SystemC report's text on one line.
@@ -378,6 +460,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     }
     if (command == "run") return command_run(rest, out, err);
     if (command == "collective") return command_collective(rest, out, err);
+    if (command == "analyze") return command_analyze(rest, out, err);
     if (command == "validate") return command_validate(rest, out, err);
     if (command == "calibrate") return command_calibrate(rest, out, err);
     if (command == "compute") return command_compute(rest, out, err);

@@ -84,6 +84,7 @@ void per_iteration(SimulationResult& r, uint64_t iterations) {
                       &rank.overlapped_communication_s, &rank.idle_s})
       *t /= n;
     for (double& t : rank.compute_by_cause) t /= n;
+    for (double& t : rank.time_by_cause) t /= n;
   }
   for (LinkResult& link : r.links) link.busy_s /= n;
 }
@@ -151,6 +152,8 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
     rr.overlapped_communication_s = seconds(gpu.activity().overlapped_communication());
     rr.idle_s = seconds(gpu.activity().idle());
     rr.compute_by_cause = gpu.activity().compute_by_cause();
+    rr.time_by_cause = gpu.activity().causes().seconds();
+    rr.cause_spans = gpu.activity().causes().spans();
     rr.ops = gpu.command_processor().completed_ops();
     rr.bytes_sent = gpu.collectives().bytes_injected();
     rr.bytes_received = gpu.collectives().bytes_received();
@@ -252,6 +255,8 @@ SimulationResult cost_analytically(const platforms::PlatformConfig& platform,
     rr.overlapped_communication_s = c.overlapped_communication_s;
     rr.idle_s = c.idle_s;
     rr.compute_by_cause = c.compute_by_cause;
+    rr.time_by_cause = c.time_by_cause;
+    rr.cause_spans = std::move(c.cause_spans);
     rr.ops = c.ops;
     rr.bytes_sent = static_cast<uint64_t>(c.bytes_sent);
     rr.bytes_received = static_cast<uint64_t>(c.bytes_received);

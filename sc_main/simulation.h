@@ -38,6 +38,9 @@ struct RankResult {
   double overlapped_communication_s = 0;
   double idle_s = 0;
   std::array<double, models::kComputeCauses> compute_by_cause{};  // seconds, by ComputeCause
+  // The iteration by cause (models::TimeCause), seconds: adds up to the iteration time.
+  std::array<double, models::kTimeCauses> time_by_cause{};
+  std::vector<models::CauseSpan> cause_spans;  // when tracing
   uint64_t ops = 0;
   uint64_t bytes_sent = 0;
   uint64_t bytes_received = 0;

@@ -104,7 +104,7 @@ void CommandProcessor::issue(uint32_t index) {
       e.peer = rank_->peers[op.slot];
     }
     socket = &to_collectives;
-    activity_.communication_begin();
+    activity_.communication_begin(cause_of_op(*job_, *rank_, op));
   }
   tlm::tlm_phase phase = tlm::BEGIN_REQ;
   sc_time delay = sc_core::SC_ZERO_TIME;
@@ -115,9 +115,10 @@ tlm::tlm_sync_enum CommandProcessor::nb_transport_bw(tlm::tlm_generic_payload& g
                                                      tlm::tlm_phase& phase, sc_time&) {
   if (phase != tlm::BEGIN_RESP) return tlm::TLM_ACCEPTED;  // END_REQ
   const uint32_t index = static_cast<uint32_t>(gp.get_address());
-  const OpKind kind = rank_->program->ops[index].kind;
+  const workloads::Op& op = rank_->program->ops[index];
+  const OpKind kind = op.kind;
   if (kind != OpKind::Compute && kind != OpKind::MemCopy) {
-    activity_.communication_end();
+    activity_.communication_end(cause_of_op(*job_, *rank_, op));
     activity_.span(index, issued_at_[index], sc_core::sc_time_stamp());
   }
   gp.release();

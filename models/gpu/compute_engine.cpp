@@ -54,8 +54,8 @@ void ComputeEngine::start_next() {
   if (queue_.empty()) return;
   running_ = queue_.pop();
   started_ = progress_at_ = sc_core::sc_time_stamp();
-  if (!copy_engine_) activity_.compute_begin();
   const protocol::ComputeEvent& kernel = protocol::compute_event(*running_);
+  if (!copy_engine_) activity_.compute_begin(compute_cause(static_cast<workloads::ComputePhase>(kernel.phase)));
   sc_time full;
   host_share_ = 0;
   if (timer_ != nullptr && !copy_engine_ && !kernel.memory_copy) {
@@ -93,7 +93,7 @@ void ComputeEngine::kernel_done() {
   tlm::tlm_generic_payload* gp = running_;
   running_ = nullptr;
   if (!copy_engine_) {
-    activity_.compute_end();
+    activity_.compute_end(compute_cause(static_cast<workloads::ComputePhase>(protocol::compute_event(*gp).phase)));
     const double elapsed = (sc_core::sc_time_stamp() - started_).to_seconds();
     activity_.kernel_finished(protocol::compute_event(*gp).kind, elapsed * (1 - host_share_),
                               elapsed * host_share_);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -16,23 +17,35 @@ struct Case {
   const char* args;
 };
 
-double iteration_time(const std::string& fidelity, const std::string& args, const std::string& name) {
-  const std::string report = cli_testing::temp_dir() + "/" + name + "_" + fidelity + ".json";
+nlohmann::json report(const std::string& fidelity, const std::string& args, const std::string& name) {
+  const std::string path = cli_testing::temp_dir() + "/" + name + "_" + fidelity + ".json";
   const cli_testing::Result r =
-      cli_testing::tessera("run -q --fidelity " + fidelity + " --report " + report + " " + args);
+      cli_testing::tessera("run -q --fidelity " + fidelity + " --report " + path + " " + args);
   EXPECT_EQ(r.status, 0) << r.err;
-  const auto j = nlohmann::json::parse(cli_testing::read_file(report));
+  const auto j = nlohmann::json::parse(cli_testing::read_file(path));
   EXPECT_EQ(j["simulation"]["fidelity"], fidelity);
-  return j["iteration_time_s"].get<double>();
+  return j;
 }
 
 class AnalyticAgainstFlow : public ::testing::TestWithParam<Case> {};
 
+// The iteration time within 5%, and each cause's share (time_by_cause_s, the mean over ranks)
+// within 5% of the iteration time of what flow fidelity charges to it; each fidelity's causes
+// add up to its iteration time.
 TEST_P(AnalyticAgainstFlow, WithinFivePercent) {
   const Case& c = GetParam();
-  const double analytic = iteration_time("analytic", c.args, c.name);
-  const double flow = iteration_time("flow", c.args, c.name);
+  const nlohmann::json a = report("analytic", c.args, c.name), f = report("flow", c.args, c.name);
+  const double analytic = a["iteration_time_s"], flow = f["iteration_time_s"];
   EXPECT_NEAR(analytic / flow, 1.0, 0.05) << "analytic " << analytic * 1e3 << " ms, flow " << flow * 1e3 << " ms";
+  double sum_a = 0, sum_f = 0;
+  for (const auto& [cause, seconds] : f["time_by_cause_s"].items()) {
+    const double fa = a["time_by_cause_s"][cause], ff = seconds;
+    EXPECT_NEAR(fa, ff, 0.05 * flow) << cause << ": analytic " << fa * 1e3 << " ms, flow " << ff * 1e3 << " ms";
+    sum_a += fa;
+    sum_f += ff;
+  }
+  EXPECT_NEAR(sum_a, analytic, 1e-9 * analytic);
+  EXPECT_NEAR(sum_f, flow, 1e-9 * flow);
 }
 
 // Four layers of GPT-3 1.3B on DGX A100 nodes (no in-switch reduction, which flow fidelity
@@ -72,6 +85,24 @@ TEST(AnalyticRun, RejectsIterations) {
   const cli_testing::Result r = cli_testing::tessera("run --fidelity analytic --iterations 3");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--iterations 3"), std::string::npos) << r.err;
+}
+
+TEST(Analyze, SensitivityConfirmedInFlowFidelity) {
+  const cli_testing::Result r = cli_testing::tessera(
+      "analyze --sensitivity --confirm --platform dgx-a100 --layers 4 --tp 2 --pp 2 --dp 2 --global-batch 8");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("tessera analyze: gpt3-1.3b on dgx-a100 (8 x A100-SXM4-80GB), analytic iteration time"),
+            std::string::npos) << r.out;
+  EXPECT_EQ(cli_testing::lines(r.out), 1 + 2 + 11 + 2 + 3) << r.out;  // title, table of 11, confirmation of 3
+  // The most sensitive parameter is the dtype's peak, in both fidelities (within 0.05).
+  const auto at = r.out.find("confirmed in flow fidelity");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  double analytic = 0, flow = 0;
+  const auto line = r.out.find("peak FLOP/s bf16", at);
+  ASSERT_NE(line, std::string::npos) << r.out;
+  ASSERT_EQ(std::sscanf(r.out.c_str() + line, "peak FLOP/s bf16 %lf %lf", &analytic, &flow), 2) << r.out;
+  EXPECT_LT(analytic, -0.3);
+  EXPECT_NEAR(analytic, flow, 0.05);
 }
 
 }  // namespace

@@ -2,8 +2,13 @@
 // backward, rank symmetry, a program that cannot finish.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <stdexcept>
+
 #include "analytic/iteration.h"
 #include "analytic/rank_classes.h"
+#include "platforms/platform_file.h"
+#include "sc_main/sensitivity.h"
 #include "tests/support/jobs.h"
 #include "test_helpers.h"
 #include "workloads/workload.h"
@@ -87,9 +92,16 @@ TEST(AnalyticClosedForm, AllReduceHiddenUnderBackward) {
     EXPECT_EQ(r.exposed_communication_s, 0.0);
     EXPECT_GT(r.overlapped_communication_s, 0.0);
     EXPECT_DOUBLE_EQ(r.compute_s, hidden.iteration_time_s);
+    // By cause: compute alone, no data-parallel time.
+    const auto& c = r.time_by_cause;
+    EXPECT_EQ(c[size_t(models::TimeCause::DataParallel)], 0.0);
+    EXPECT_DOUBLE_EQ(c[size_t(models::TimeCause::Compute)], hidden.iteration_time_s);
   }
   const analytic::AnalyticResult exposed = cost(p, backward_with_allreduce(1e9));
-  for (const analytic::RankCost& r : exposed.ranks) EXPECT_GT(r.exposed_communication_s, 0.0);
+  for (const analytic::RankCost& r : exposed.ranks) {
+    EXPECT_GT(r.exposed_communication_s, 0.0);
+    EXPECT_DOUBLE_EQ(r.time_by_cause[size_t(models::TimeCause::DataParallel)], r.exposed_communication_s);
+  }
 }
 
 TEST(AnalyticSymmetry, EquivalentRanksAreCostedOnce) {
@@ -140,6 +152,57 @@ TEST(AnalyticRun, NamesAProgramThatCannotFinish) {
   const analytic::AnalyticResult r = cost(tessera::testing::ideal_node(2), job);
   EXPECT_TRUE(r.deadlocked);
   EXPECT_NE(r.deadlock.find("rank 1: [pp_recv] op 0 recv recv_never_sent"), std::string::npos) << r.deadlock;
+}
+
+// Sensitivities of two layers of GPT-3 1.3B, data parallel over `gpus` DGX A100 GPUs (roofline
+// compute): the NICs carry nothing on one node, so their bandwidth's elasticity is exactly zero
+// and doubling it buys nothing; across two nodes the all-reduces cross them.
+std::vector<app::Sensitivity> gpt_sensitivities(int nodes) {
+  platforms::PlatformConfig p = platforms::load_platform("dgx-a100");
+  p.nodes = nodes;
+  p.validate();
+  workloads::ModelSpec model = workloads::load_model("gpt3-1.3b");
+  workloads::ModelOverrides o;
+  workloads::set_model_override(o, "layers", "2");
+  workloads::apply_overrides(model, o);
+  workloads::Strategy s;
+  s.dp = 8 * nodes;
+  s.global_batch = 8 * nodes;
+  const workloads::CompiledJob c = workloads::compile(model, s, p.gpu_count());
+  const auto time = [&](const std::vector<std::string>& settings) {
+    platforms::PlatformConfig changed = p;
+    for (const std::string& setting : settings) platforms::apply_setting(changed, setting);
+    changed.validate();
+    return cost(changed, c.job).iteration_time_s;
+  };
+  return app::sensitivities(p, time, time({}), 0.01);
+}
+
+const app::Sensitivity& find(const std::vector<app::Sensitivity>& s, const std::string& name) {
+  for (const app::Sensitivity& x : s)
+    if (x.parameter->name == name) return x;
+  throw std::runtime_error("no parameter " + name);
+}
+
+TEST(AnalyticSensitivity, UnusedBandwidthHasNone) {
+  const auto one = gpt_sensitivities(1);
+  const double base = find(one, "peak FLOP/s fp32").time_at_double_s;  // bf16 work: fp32 unused
+  EXPECT_EQ(find(one, "NIC bandwidth").elasticity, 0.0);
+  EXPECT_EQ(find(one, "NIC bandwidth").time_at_double_s, base);
+  EXPECT_EQ(find(one, "peak FLOP/s fp32").elasticity, 0.0);
+  EXPECT_LT(find(one, "peak FLOP/s bf16").elasticity, -0.3);
+  EXPECT_LT(find(one, "NVLink bandwidth").elasticity, 0.0);
+  EXPECT_LT(find(one, "HBM bandwidth").elasticity, 0.0);
+  // Sorted by magnitude.
+  for (size_t k = 1; k < one.size(); ++k) EXPECT_GE(std::fabs(one[k - 1].elasticity), std::fabs(one[k].elasticity));
+  const auto two = gpt_sensitivities(2);
+  EXPECT_LT(find(two, "NIC bandwidth").elasticity, 0.0);
+  EXPECT_LT(find(two, "NIC bandwidth").time_at_double_s, find(two, "peak FLOP/s fp32").time_at_double_s);
+}
+
+TEST(AnalyticSensitivity, ElasticityOfAPowerLaw) {
+  // T = c p^-0.5: the central difference of the logarithms gives -0.5.
+  EXPECT_NEAR(app::elasticity(std::pow(0.99, -0.5), std::pow(1.01, -0.5), 0.01), -0.5, 1e-12);
 }
 
 }  // namespace

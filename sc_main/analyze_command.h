@@ -1,0 +1,34 @@
+// tessera analyze: questions for the analytic model (docs/analytic.md). --sensitivity: which
+// hardware parameter is worth improving; --confirm re-runs the three that matter most in flow
+// fidelity (child processes) and prints both elasticities.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "platforms/platform_config.h"
+#include "sc_main/sensitivity.h"
+#include "workloads/program.h"
+
+namespace tessera::app {
+
+struct AnalyzeSettings {
+  bool sensitivity = false;
+  bool confirm = false;
+  double step = 0.01;  // relative step of the central differences
+};
+
+boost::program_options::options_description analyze_options(AnalyzeSettings& a);
+// InputError naming the option for settings that cannot run.
+void check_analyze_settings(const AnalyzeSettings& a);
+
+// Runs the analyses asked for. `run_args`: the command line as `tessera run` takes it (for the
+// flow runs of --confirm). Returns the exit status.
+int run_analyses(const AnalyzeSettings& a, const platforms::PlatformConfig& platform,
+                 const workloads::Job& job, const IterationTime& iteration,
+                 const std::vector<std::string>& run_args, std::ostream& out, std::ostream& err);
+
+}  // namespace tessera::app
