@@ -66,10 +66,10 @@ enum class EventKind : uint8_t { Ready, KernelDone, OpDone, SmsAcquired };
 struct Event {
   double time;
   uint64_t sequence;
-  EventKind kind;
-  int cls;
   uint32_t op;
   uint32_t version;
+  int32_t cls;
+  EventKind kind;
   bool operator>(const Event& o) const {
     return time != o.time ? time > o.time : sequence > o.sequence;
   }
@@ -95,7 +95,7 @@ class Walk {
  private:
   void init_rank(int cls);
   void push(double time, EventKind kind, int cls, uint32_t op, uint32_t version = 0) {
-    events_.push(Event{time, next_sequence_++, kind, cls, op, version});
+    events_.push(Event{time, next_sequence_++, op, version, cls, kind});
   }
   void ready(int cls, uint32_t op, double now);
   void collective_joined(int cls, uint32_t op, double now);
@@ -107,6 +107,11 @@ class Walk {
   void op_done(int cls, uint32_t op, double now);
   int group(int communicator);
   std::string describe_stuck() const;
+  // The cause a communication op is charged to (communicators' causes found once).
+  models::TimeCause cause(const workloads::Rank& rank, const workloads::Op& op) const {
+    if (op.kind != OpKind::Collective) return models::cause_of_op(job_, rank, op);
+    return communicator_causes_[size_t(rank.communicators[size_t(op.slot)])];
+  }
   AnalyticResult collect();
 
   const workloads::Job& job_;
@@ -119,6 +124,7 @@ class Walk {
   uint64_t next_sequence_ = 0;
   // Collectives meet by the members' (class, slot) set of their communicator and call number.
   std::vector<int> group_of_communicator_;
+  std::vector<models::TimeCause> communicator_causes_;
   std::map<std::vector<int64_t>, int> groups_;
   std::vector<int> group_size_;
   std::map<std::pair<int, uint32_t>, Gathering> gathering_;
@@ -183,7 +189,7 @@ void Walk::ready(int cls, uint32_t op, double now) {
     default:
       break;
   }
-  s.activity.change(now, 0, 1, models::cause_of_op(job_, *s.rank, o));
+  s.activity.change(now, 0, 1, cause(*s.rank, o));
   if (o.kind == OpKind::Collective) collective_joined(cls, op, now);
   else if (o.kind == OpKind::Send) send(cls, op, now);
   else receive(cls, op, now);
@@ -290,7 +296,7 @@ void Walk::op_done(int cls, uint32_t op, double now) {
   RankState& s = ranks_[size_t(cls)];
   const workloads::Op& o = s.rank->program->ops[op];
   if (o.kind == OpKind::Collective || o.kind == OpKind::Send || o.kind == OpKind::Recv) {
-    s.activity.change(now, 0, -1, models::cause_of_op(job_, *s.rank, o));
+    s.activity.change(now, 0, -1, cause(*s.rank, o));
     if (o.kind == OpKind::Collective) set_sms(cls, -s.channels[op], now);
   }
   ++s.done;
@@ -305,6 +311,7 @@ void Walk::op_done(int cls, uint32_t op, double now) {
 AnalyticResult Walk::run() {
   ranks_.resize(size_t(classes_.count()));
   group_of_communicator_.assign(job_.communicators.size(), -1);
+  for (const workloads::Communicator& c : job_.communicators) communicator_causes_.push_back(models::communicator_cause(c.name));
   std::unordered_map<const workloads::Program*, std::shared_ptr<const models::ProgramGraph>> graphs;
   for (int c = 0; c < classes_.count(); ++c) {
     const workloads::Rank& rank = job_.ranks[size_t(classes_.representative[size_t(c)])];

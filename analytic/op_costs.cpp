@@ -55,19 +55,31 @@ size_t OpCosts::WorkHash::operator()(const std::vector<double>& v) const {
   return h;
 }
 
+size_t OpCosts::WorkHash::operator()(const KernelWork& w) const {
+  size_t h = std::hash<double>()(w.flops) * 1000003u ^ std::hash<double>()(w.bytes);
+  for (int64_t x : {w.m, w.n, w.k, w.batch, w.elements, int64_t(w.kernels), int64_t(w.kernel) << 8 | w.dtype})
+    h = h * 1000003u ^ std::hash<int64_t>()(x);
+  return h;
+}
+
 models::KernelTime OpCosts::compute(const workloads::Rank& rank, uint32_t index) {
   const workloads::Op& op = rank.program->ops[index];
-  key_.assign({double(op.kernel), double(op.dtype), op.flops, op.bytes, double(op.gemm.m), double(op.gemm.n),
-               double(op.gemm.k), double(op.gemm.batch), double(op.kernels), double(op.elements)});
-  auto known = kernels_.find(key_);
-  if (known != kernels_.end()) return known->second;
-  protocol::ComputeEvent e;
-  models::fill_compute_event(e, job_, rank.rank, index, op);
-  const models::KernelTime t = options_.kernel_timer
-                                   ? options_.kernel_timer->kernel_time(e)
-                                   : models::KernelTime{models::roofline_seconds(platform_.gpu, e, false), 0};
-  kernels_.emplace(key_, t);
-  return t;
+  const KernelWork work{op.flops, op.bytes, op.gemm.m, op.gemm.n, op.gemm.k, op.gemm.batch, op.elements,
+                        op.kernels, static_cast<uint8_t>(op.kernel), static_cast<uint8_t>(op.dtype)};
+  if (by_name_.size() < job_.names.size()) by_name_.resize(job_.names.size());
+  Named& named = by_name_[op.name];
+  if (named.known && named.work == work) return named.time;
+  auto known = kernels_.find(work);
+  if (known == kernels_.end()) {
+    protocol::ComputeEvent e;
+    models::fill_compute_event(e, job_, rank.rank, index, op);
+    const models::KernelTime t = options_.kernel_timer
+                                     ? options_.kernel_timer->kernel_time(e)
+                                     : models::KernelTime{models::roofline_seconds(platform_.gpu, e, false), 0};
+    known = kernels_.emplace(work, t).first;
+  }
+  named = Named{work, known->second, true};
+  return known->second;
 }
 
 double OpCosts::copy(const workloads::Rank& rank, uint32_t index) const {

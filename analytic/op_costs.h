@@ -60,14 +60,33 @@ class OpCosts {
   std::vector<models::CommunicatorShape> shapes_;
   platforms::RoutedPaths paths_;
   std::vector<uint32_t> path_;
-  // A kernel's time depends only on its work (kind, dtype, FLOPs, bytes, shape, kernels,
-  // elements), which repeats from layer to layer and micro-batch to micro-batch: each distinct
-  // one is timed once. Likewise a collective by (communicator, kind, bytes, algorithm).
+  // A kernel's time depends only on its work, which repeats from layer to layer and
+  // micro-batch to micro-batch: each distinct work is timed once. Likewise a collective by
+  // (communicator, kind, bytes, algorithm).
+  struct KernelWork {
+    double flops = 0, bytes = 0;
+    int64_t m = 0, n = 0, k = 0, batch = 0, elements = 0;
+    int32_t kernels = 0;
+    uint8_t kernel = 0, dtype = 0;
+    bool operator==(const KernelWork& o) const {
+      return flops == o.flops && bytes == o.bytes && m == o.m && n == o.n && k == o.k && batch == o.batch &&
+             elements == o.elements && kernels == o.kernels && kernel == o.kernel && dtype == o.dtype;
+    }
+  };
   struct WorkHash {
+    size_t operator()(const KernelWork& w) const;
     size_t operator()(const std::vector<double>& v) const;
   };
-  std::unordered_map<std::vector<double>, models::KernelTime, WorkHash> kernels_;
+  std::unordered_map<KernelWork, models::KernelTime, WorkHash> kernels_;
   std::unordered_map<std::vector<double>, CollectiveCost, WorkHash> collectives_;
+  // The last kernel costed under each op name (an op of the same name is most often the same
+  // work in another micro-batch or layer).
+  struct Named {
+    KernelWork work;
+    models::KernelTime time;
+    bool known = false;
+  };
+  std::vector<Named> by_name_;
   std::vector<double> key_;
 };
 

@@ -187,7 +187,7 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
   if (r.fidelity == platforms::Fidelity::Analytic)
     out << "  analytic model        " << r.classes << " of " << r.ranks.size()
         << " ranks costed (the others are equivalent to one of them), "
-        << format("%.3f s", r.wall_s) << "\n";
+        << format("%.3f s", r.wall_s) << format(" (%.3f s of CPU)", r.cpu_s) << "\n";
   double busiest = 0;
   std::string busiest_name;
   for (const LinkResult& l : r.links)

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -72,6 +73,13 @@ void check_program_choices(const workloads::Job& job, const workloads::Program& 
       throw std::invalid_argument("op '" + job.op_name(op) + "' names an unknown collective algorithm '" +
                                   job.names[op.algorithm] + "'");
   }
+}
+
+// CPU time of the calling thread (what a run costs, whatever else the machine runs).
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
 }
 
 // Times over `iterations` iterations as the mean of one.
@@ -235,6 +243,7 @@ SimulationResult cost_analytically(const platforms::PlatformConfig& platform,
                                    const platforms::RoutedTopology& topology,
                                    const workloads::Job& job, const SimulationOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
+  const double cpu_start = thread_cpu_seconds();
   check_collective_choices(job);  // (the caller has validated the job)
   analytic::AnalyticOptions a;
   a.costs.kernel_timer = options.kernel_timer;
@@ -271,6 +280,7 @@ SimulationResult cost_analytically(const platforms::PlatformConfig& platform,
     result.stuck.push_back(std::move(s));
   }
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  result.cpu_s = thread_cpu_seconds() - cpu_start;
   return result;
 }
 

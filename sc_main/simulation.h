@@ -81,6 +81,7 @@ struct SimulationResult {
   uint64_t payloads_created = 0;
   int classes = 0;             // analytic fidelity: ranks costed (one per class of equivalent ranks)
   double wall_s = 0;
+  double cpu_s = 0;            // analytic fidelity: CPU time of the model
 };
 
 SimulationResult simulate(const platforms::PlatformConfig& platform, const workloads::Job& job,

@@ -1,7 +1,5 @@
 #include "models/gpu/time_causes.h"
 
-#include <string>
-
 namespace tessera::models {
 
 const char* to_string(TimeCause cause) {
@@ -27,7 +25,10 @@ TimeCause cause_of_op(const workloads::Job& job, const workloads::Rank& rank, co
     case OpKind::Recv: return TimeCause::PipelineBubble;
     case OpKind::Collective: break;
   }
-  const std::string& family = job.communicators[size_t(rank.communicators[size_t(op.slot)])].name;
+  return communicator_cause(job.communicators[size_t(rank.communicators[size_t(op.slot)])].name);
+}
+
+TimeCause communicator_cause(const std::string& family) {
   if (family == "tp" || family == "embedding_tp") return TimeCause::TensorParallel;
   if (family == "cp" || family == "ep") return TimeCause::ContextExpertParallel;
   return TimeCause::DataParallel;

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "workloads/program.h"
@@ -41,6 +42,9 @@ inline TimeCause compute_cause(workloads::ComputePhase phase) {
 // embedding_tp; cp and ep; the others, dp, edp, embedding and embedding_replica or a job
 // file's own names, data parallel).
 TimeCause cause_of_op(const workloads::Job& job, const workloads::Rank& rank, const workloads::Op& op);
+
+// The cause of a collective on a communicator of `family` (its name).
+TimeCause communicator_cause(const std::string& family);
 
 struct CauseSpan {
   TimeCause cause = TimeCause::Idle;
