@@ -44,10 +44,14 @@ struct Activity {
 struct RankState {
   const workloads::Rank* rank = nullptr;
   std::shared_ptr<const models::ProgramGraph> graph;
-  std::vector<uint32_t> waits;
-  std::vector<uint8_t> finished;   // per op
-  std::vector<uint16_t> channels;  // per collective op, once joined: the SMs it holds
-  std::vector<uint32_t> sequence;  // collectives: call number on the communicator; p2p: per (peer class, tag)
+  // Per op, together (one cache line holds several ops' state).
+  struct OpState {
+    uint32_t waits = 0;     // predecessors not done
+    uint32_t sequence = 0;  // collectives: call number on the communicator; p2p: per (peer class, tag)
+    uint16_t channels = 0;  // a collective, once joined: the SMs it holds
+    uint8_t finished = 0;
+  };
+  std::vector<OpState> op;
   uint64_t done = 0;
   // The compute engine: one kernel at a time in arrival order.
   std::deque<uint32_t> queue;
@@ -154,20 +158,18 @@ void Walk::init_rank(int cls) {
   s.cost.rank = s.rank->rank;
   if (options_.trace) s.activity.causes.enable_spans();
   const auto& ops = s.rank->program->ops;
-  s.waits = s.graph->waits;
-  s.finished.assign(ops.size(), 0);
-  s.channels.assign(ops.size(), 0);
-  s.sequence.assign(ops.size(), 0);
+  s.op.resize(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) s.op[i].waits = s.graph->waits[i];
   std::unordered_map<int, uint32_t> calls;
   std::map<std::tuple<int, int, uint32_t>, uint32_t> messages;  // (kind, peer class, tag)
   for (uint32_t i = 0; i < ops.size(); ++i) {
     const workloads::Op& op = ops[i];
-    if (op.kind == OpKind::Collective) s.sequence[i] = calls[s.rank->communicators[size_t(op.slot)]]++;
+    if (op.kind == OpKind::Collective) s.op[i].sequence = calls[s.rank->communicators[size_t(op.slot)]]++;
     if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
       const int peer = classes_.of_rank[size_t(s.rank->peers[size_t(op.slot)])];
-      s.sequence[i] = messages[{int(op.kind), peer, op.tag}]++;
+      s.op[i].sequence = messages[{int(op.kind), peer, op.tag}]++;
     }
-    if (s.waits[i] == 0) push(0.0, EventKind::Ready, cls, i);
+    if (s.op[i].waits == 0) push(0.0, EventKind::Ready, cls, i);
   }
 }
 
@@ -200,20 +202,20 @@ void Walk::collective_joined(int cls, uint32_t op, double now) {
   const workloads::Op& o = s.rank->program->ops[op];
   const int communicator = s.rank->communicators[size_t(o.slot)];
   const CollectiveCost cost = costs_.collective(*s.rank, o);
-  s.channels[op] = static_cast<uint16_t>(std::min(cost.channels, 0xffff));
+  s.op[op].channels = static_cast<uint16_t>(std::min(cost.channels, 0xffff));
   s.cost.bytes_sent += cost.member_bytes;
   s.cost.bytes_received += cost.member_bytes;
   // This member's kernels hold their SMs from the end of the launch until the call is done.
   push(now + cost.launch_s, EventKind::SmsAcquired, cls, op);
   const int g = group(communicator);
-  Gathering& gathering = gathering_[{g, s.sequence[op]}];
+  Gathering& gathering = gathering_[{g, s.op[op].sequence}];
   gathering.expected = group_size_[size_t(g)];
   gathering.ready = std::max(gathering.ready, now);
   gathering.members.emplace_back(cls, op);
   if (++gathering.arrived < gathering.expected) return;
   const double end = gathering.ready + cost.seconds;
   for (const auto& [mc, mo] : gathering.members) push(end, EventKind::OpDone, mc, mo);
-  gathering_.erase({g, s.sequence[op]});
+  gathering_.erase({g, s.op[op].sequence});
 }
 
 void Walk::send(int cls, uint32_t op, double now) {
@@ -223,7 +225,7 @@ void Walk::send(int cls, uint32_t op, double now) {
   const TransferCost t = costs_.transfer(s.rank->rank, peer, o.message_bytes, o.tag);
   s.cost.bytes_sent += double(o.message_bytes);
   push(now + t.serialization_s, EventKind::OpDone, cls, op);
-  const MessageKey key{cls, classes_.of_rank[size_t(peer)], o.tag, s.sequence[op]};
+  const MessageKey key{cls, classes_.of_rank[size_t(peer)], o.tag, s.op[op].sequence};
   const double arrival = now + t.serialization_s + t.latency_s;
   auto waiting = posted_.find(key);
   if (waiting == posted_.end()) {
@@ -240,7 +242,7 @@ void Walk::receive(int cls, uint32_t op, double now) {
   RankState& s = ranks_[size_t(cls)];
   const workloads::Op& o = s.rank->program->ops[op];
   s.cost.bytes_received += double(o.message_bytes);
-  const MessageKey key{classes_.of_rank[size_t(s.rank->peers[size_t(o.slot)])], cls, o.tag, s.sequence[op]};
+  const MessageKey key{classes_.of_rank[size_t(s.rank->peers[size_t(o.slot)])], cls, o.tag, s.op[op].sequence};
   auto arrived = sent_.find(key);
   if (arrived != sent_.end()) {
     push(std::max(now, arrived->second), EventKind::OpDone, cls, op);
@@ -297,15 +299,15 @@ void Walk::op_done(int cls, uint32_t op, double now) {
   const workloads::Op& o = s.rank->program->ops[op];
   if (o.kind == OpKind::Collective || o.kind == OpKind::Send || o.kind == OpKind::Recv) {
     s.activity.change(now, 0, -1, cause(*s.rank, o));
-    if (o.kind == OpKind::Collective) set_sms(cls, -s.channels[op], now);
+    if (o.kind == OpKind::Collective) set_sms(cls, -s.op[op].channels, now);
   }
   ++s.done;
-  s.finished[op] = 1;
+  s.op[op].finished = 1;
   s.cost.finish_s = std::max(s.cost.finish_s, now);
   const models::ProgramGraph& g = *s.graph;
   // Successors that become ready now start now (no event: the time does not move).
   for (uint32_t k = g.successor_begin[op]; k < g.successor_begin[op + 1]; ++k)
-    if (--s.waits[g.successors[k]] == 0) ready(cls, g.successors[k], now);
+    if (--s.op[g.successors[k]].waits == 0) ready(cls, g.successors[k], now);
 }
 
 AnalyticResult Walk::run() {
@@ -329,7 +331,7 @@ AnalyticResult Walk::run() {
         if (e.version == ranks_[size_t(e.cls)].version) kernel_done(e.cls, e.op, e.time);
         break;
       case EventKind::OpDone: op_done(e.cls, e.op, e.time); break;
-      case EventKind::SmsAcquired: set_sms(e.cls, ranks_[size_t(e.cls)].channels[e.op], e.time); break;
+      case EventKind::SmsAcquired: set_sms(e.cls, ranks_[size_t(e.cls)].op[e.op].channels, e.time); break;
     }
   }
   return collect();
@@ -344,7 +346,7 @@ std::string Walk::describe_stuck() const {
     std::string line = "rank " + std::to_string(s.rank->rank) + ":";
     std::vector<bool> seen(job_.stream_names.size(), false);
     for (uint32_t i = 0; i < ops.size(); ++i) {
-      if (s.finished[i] || seen[ops[i].stream]) continue;
+      if (s.op[i].finished || seen[ops[i].stream]) continue;
       seen[ops[i].stream] = true;
       line += " [" + job_.stream_names[ops[i].stream] + "] op " + std::to_string(i) + " " +
               workloads::to_string(ops[i].kind) + " " + job_.op_name(ops[i]);
