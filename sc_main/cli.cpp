@@ -355,9 +355,7 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
 
 // The options of `tessera analyze` that `tessera run` does not have (left out of the flow runs
 // of --confirm), and whether each takes a value.
-const std::vector<std::pair<std::string, bool>> kAnalyzeOnly = {
-    {"sensitivity", false}, {"confirm", false}, {"step", true}, {"report", true}, {"trace", true},
-    {"trace-bucket-us", true}, {"fidelity", true}, {"quiet", false}, {"q", false}};
+const std::vector<std::pair<std::string, bool>> kAnalyzeOnly = {{"sensitivity", false}, {"confirm", false}, {"step", true}};
 
 // The analyze command line as a `tessera run` one: the analysis options left out.
 std::vector<std::string> run_arguments(const std::vector<std::string>& args) {
@@ -366,7 +364,7 @@ std::vector<std::string> run_arguments(const std::vector<std::string>& args) {
     const std::string& a = args[i];
     bool dropped = false;
     for (const auto& [name, takes_value] : kAnalyzeOnly) {
-      const std::string flag = (name.size() == 1 ? "-" : "--") + name;
+      const std::string flag = "--" + name;
       if (a == flag) {
         dropped = true;
         if (takes_value) ++i;
@@ -388,6 +386,9 @@ int command_analyze(const std::vector<std::string>& args, std::ostream& out, std
   if (!parse_run(args, desc, vm, out)) return kOk;
   check_run_settings(s, vm);
   check_analyze_settings(a);
+  for (const char* name : {"report", "trace", "trace-bucket-us", "fidelity", "iterations", "quiet"})
+    if (vm.count(name) && !vm[name].defaulted())
+      throw InputError(std::string("--") + name + ": does not apply to tessera analyze (it costs the analytic model and prints its analyses)");
   std::shared_ptr<const platforms::RoutedTopology> topology;
   platforms::PlatformConfig platform;
   const Workload workload = prepare_run(s, vm, platform, topology);

@@ -185,8 +185,8 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
     out << " (mean over GPUs)\n";
   }
   if (r.fidelity == platforms::Fidelity::Analytic)
-    out << "  analytic model        " << r.classes << " of " << r.ranks.size()
-        << " ranks costed (the others are equivalent to one of them), "
+    out << "  analytic model        " << r.classes << " of " << r.ranks.size() << " ranks costed"
+        << (static_cast<size_t>(r.classes) < r.ranks.size() ? " (the others are equivalent to one of them)" : "") << ", "
         << format("%.3f s", r.wall_s) << format(" (%.3f s of CPU)", r.cpu_s) << "\n";
   double busiest = 0;
   std::string busiest_name;

@@ -35,6 +35,7 @@ inline const std::vector<Case>& catalogue() {
       {"AnalyticCollective", "collective --fidelity analytic", 2, "--fidelity: unknown fidelity 'analytic' (packet or flow)"},
       {"AnalyzeWithoutAnalysis", "analyze --layers 1", 2, "tessera analyze: name an analysis (--sensitivity)"},
       {"AnalyzeStepZero", "analyze --sensitivity --step 0", 2, "--step: must be a number in [0.0001, 0.5], got 0"},
+      {"AnalyzeWithReport", "analyze --sensitivity --report out.json", 2, "--report: does not apply to tessera analyze"},
       {"AnalyzeStepNan", "analyze --sensitivity --step nan", 2, "--step: must be a number in [0.0001, 0.5], got nan"},
       {"MultiNodeWithoutNetworkRun", "run --platform pcie-8gpu --nodes 2 -q", 2, "--nodes: 2 nodes, but network.topology is none"},
       {"MultiNodeWithoutNetworkDescribe", "describe --platform pcie-8gpu --nodes 2", 2, "network.topology is none"},
