@@ -40,6 +40,12 @@ struct Activity {
   }
 };
 
+// The op whose end an op's start waited for (critical path): class and op, class -1 for none.
+struct Binder {
+  int32_t cls = -1;
+  uint32_t op = 0;
+};
+
 // One representative rank being walked.
 struct RankState {
   const workloads::Rank* rank = nullptr;
@@ -52,6 +58,11 @@ struct RankState {
     uint8_t finished = 0;
   };
   std::vector<OpState> op;
+  // Critical path (when asked for): per op, what made it ready, what its start waited for, and
+  // its end.
+  std::vector<Binder> ready_by, bound_by;
+  std::vector<double> end;
+  uint32_t last_kernel = 0, last_copy = 0;
   uint64_t done = 0;
   // The compute engine: one kernel at a time in arrival order.
   std::deque<uint32_t> queue;
@@ -82,6 +93,7 @@ struct Event {
 struct Gathering {  // a collective call whose members are joining
   int expected = 0, arrived = 0;
   double ready = 0;
+  Binder last;  // the member that joined last
   std::vector<std::pair<int, uint32_t>> members;  // (class, op)
 };
 
@@ -90,7 +102,7 @@ class Walk {
   Walk(const platforms::PlatformConfig& platform, const platforms::RoutedTopology& topology,
        const workloads::Job& job, const AnalyticOptions& options)
       : job_(job), options_(options), costs_(platform, topology, job, options.costs),
-        sm_count_(std::max(1, platform.gpu.sm_count)) {
+        sm_count_(std::max(1, platform.gpu.sm_count)), tracking_(options.critical_path) {
     classes_ = rank_classes(job, costs_.shapes());
   }
 
@@ -101,11 +113,18 @@ class Walk {
   void push(double time, EventKind kind, int cls, uint32_t op, uint32_t version = 0) {
     events_.push(Event{time, next_sequence_++, op, version, cls, kind});
   }
-  void ready(int cls, uint32_t op, double now);
+  void ready(int cls, uint32_t op, double now, Binder from = Binder{});
   void collective_joined(int cls, uint32_t op, double now);
   void send(int cls, uint32_t op, double now);
   void receive(int cls, uint32_t op, double now);
-  void start_kernel(int cls, double now);
+  void start_kernel(int cls, double now, Binder waited_for);
+  Binder ready_binder(int cls, uint32_t op) const {
+    return tracking_ ? ranks_[size_t(cls)].ready_by[op] : Binder{};
+  }
+  void bind(int cls, uint32_t op, Binder b) {
+    if (tracking_) ranks_[size_t(cls)].bound_by[op] = b;
+  }
+  std::vector<PathSegment> critical_path() const;
   void kernel_done(int cls, uint32_t op, double now);
   void set_sms(int cls, int delta, double now);
   void op_done(int cls, uint32_t op, double now);
@@ -134,9 +153,16 @@ class Walk {
   std::map<std::pair<int, uint32_t>, Gathering> gathering_;
   // Point-to-point messages by (source class, destination class, tag, sequence).
   using MessageKey = std::tuple<int, int, uint32_t, uint32_t>;
-  std::map<MessageKey, double> sent_;                        // arrival of the last byte
+  struct Sent {
+    double arrival = 0;  // of the last byte
+    double start = 0;
+    Binder send;
+  };
+  std::map<MessageKey, Sent> sent_;
   std::map<MessageKey, std::pair<int, uint32_t>> posted_;     // a receive waiting for its send
   std::map<MessageKey, double> posted_at_;
+  const bool tracking_;
+  Binder last_op_;  // the op that ended last
 };
 
 int Walk::group(int communicator) {
@@ -159,6 +185,11 @@ void Walk::init_rank(int cls) {
   if (options_.trace) s.activity.causes.enable_spans();
   const auto& ops = s.rank->program->ops;
   s.op.resize(ops.size());
+  if (tracking_) {
+    s.ready_by.assign(ops.size(), Binder{});
+    s.bound_by.assign(ops.size(), Binder{});
+    s.end.assign(ops.size(), 0.0);
+  }
   for (size_t i = 0; i < ops.size(); ++i) s.op[i].waits = s.graph->waits[i];
   std::unordered_map<int, uint32_t> calls;
   std::map<std::tuple<int, int, uint32_t>, uint32_t> messages;  // (kind, peer class, tag)
@@ -173,16 +204,19 @@ void Walk::init_rank(int cls) {
   }
 }
 
-void Walk::ready(int cls, uint32_t op, double now) {
+void Walk::ready(int cls, uint32_t op, double now, Binder from) {
   RankState& s = ranks_[size_t(cls)];
   const workloads::Op& o = s.rank->program->ops[op];
+  if (tracking_) s.ready_by[op] = from;
   switch (o.kind) {
     case OpKind::Compute:
       s.queue.push_back(op);
-      if (s.running < 0) start_kernel(cls, now);
+      if (s.running < 0) start_kernel(cls, now, from);
       return;
     case OpKind::MemCopy: {
       const double start = std::max(now, s.copy_free);
+      bind(cls, op, s.copy_free > now ? Binder{cls, s.last_copy} : from);
+      s.last_copy = op;
       s.copy_free = start + costs_.copy(*s.rank, op);
       push(s.copy_free, EventKind::OpDone, cls, op);
       if (options_.trace) s.cost.spans.push_back({op, sc_core::sc_time(start, sc_core::SC_SEC), sc_core::sc_time(s.copy_free, sc_core::SC_SEC)});
@@ -210,11 +244,16 @@ void Walk::collective_joined(int cls, uint32_t op, double now) {
   const int g = group(communicator);
   Gathering& gathering = gathering_[{g, s.op[op].sequence}];
   gathering.expected = group_size_[size_t(g)];
+  if (gathering.members.empty() || now >= gathering.ready) gathering.last = Binder{cls, op};
   gathering.ready = std::max(gathering.ready, now);
   gathering.members.emplace_back(cls, op);
   if (++gathering.arrived < gathering.expected) return;
   const double end = gathering.ready + cost.seconds;
-  for (const auto& [mc, mo] : gathering.members) push(end, EventKind::OpDone, mc, mo);
+  const Binder joined_last = ready_binder(gathering.last.cls, gathering.last.op);
+  for (const auto& [mc, mo] : gathering.members) {
+    bind(mc, mo, joined_last);
+    push(end, EventKind::OpDone, mc, mo);
+  }
   gathering_.erase({g, s.op[op].sequence});
 }
 
@@ -225,15 +264,18 @@ void Walk::send(int cls, uint32_t op, double now) {
   const TransferCost t = costs_.transfer(s.rank->rank, peer, o.message_bytes, o.tag);
   s.cost.bytes_sent += double(o.message_bytes);
   push(now + t.serialization_s, EventKind::OpDone, cls, op);
+  bind(cls, op, ready_binder(cls, op));
   const MessageKey key{cls, classes_.of_rank[size_t(peer)], o.tag, s.op[op].sequence};
   const double arrival = now + t.serialization_s + t.latency_s;
   auto waiting = posted_.find(key);
   if (waiting == posted_.end()) {
-    sent_[key] = arrival;
+    sent_[key] = Sent{arrival, now, Binder{cls, op}};
     return;
   }
   const auto [rc, ro] = waiting->second;
-  push(std::max(posted_at_[key], arrival), EventKind::OpDone, rc, ro);
+  const double posted = posted_at_[key];
+  bind(rc, ro, arrival > posted ? ready_binder(cls, op) : ready_binder(rc, ro));
+  push(std::max(posted, arrival), EventKind::OpDone, rc, ro);
   posted_.erase(waiting);
   posted_at_.erase(key);
 }
@@ -245,7 +287,9 @@ void Walk::receive(int cls, uint32_t op, double now) {
   const MessageKey key{classes_.of_rank[size_t(s.rank->peers[size_t(o.slot)])], cls, o.tag, s.op[op].sequence};
   auto arrived = sent_.find(key);
   if (arrived != sent_.end()) {
-    push(std::max(now, arrived->second), EventKind::OpDone, cls, op);
+    const Sent& m = arrived->second;
+    bind(cls, op, m.arrival > now ? ready_binder(m.send.cls, m.send.op) : ready_binder(cls, op));
+    push(std::max(now, m.arrival), EventKind::OpDone, cls, op);
     sent_.erase(arrived);
     return;
   }
@@ -253,11 +297,12 @@ void Walk::receive(int cls, uint32_t op, double now) {
   posted_at_[key] = now;
 }
 
-void Walk::start_kernel(int cls, double now) {
+void Walk::start_kernel(int cls, double now, Binder waited_for) {
   RankState& s = ranks_[size_t(cls)];
   if (s.queue.empty()) return;
   const uint32_t op = s.queue.front();
   s.queue.pop_front();
+  bind(cls, op, waited_for);
   const models::KernelTime t = costs_.compute(*s.rank, op);
   s.running = op;
   s.remaining = t.total();
@@ -276,7 +321,7 @@ void Walk::kernel_done(int cls, uint32_t op, double now) {
   s.cost.compute_by_cause[size_t(models::ComputeCause::Framework)] += elapsed * s.host_share;
   if (options_.trace) s.cost.spans.push_back({op, sc_core::sc_time(s.kernel_start, sc_core::SC_SEC), sc_core::sc_time(now, sc_core::SC_SEC)});
   s.running = -1;
-  start_kernel(cls, now);
+  start_kernel(cls, now, Binder{cls, op});
   op_done(cls, op, now);
 }
 
@@ -303,11 +348,15 @@ void Walk::op_done(int cls, uint32_t op, double now) {
   }
   ++s.done;
   s.op[op].finished = 1;
+  if (tracking_) {
+    s.end[op] = now;
+    if (last_op_.cls < 0 || now >= ranks_[size_t(last_op_.cls)].end[last_op_.op]) last_op_ = Binder{cls, op};
+  }
   s.cost.finish_s = std::max(s.cost.finish_s, now);
   const models::ProgramGraph& g = *s.graph;
   // Successors that become ready now start now (no event: the time does not move).
   for (uint32_t k = g.successor_begin[op]; k < g.successor_begin[op + 1]; ++k)
-    if (--s.op[g.successors[k]].waits == 0) ready(cls, g.successors[k], now);
+    if (--s.op[g.successors[k]].waits == 0) ready(cls, g.successors[k], now, Binder{cls, op});
 }
 
 AnalyticResult Walk::run() {
@@ -356,6 +405,19 @@ std::string Walk::describe_stuck() const {
   return out;
 }
 
+std::vector<PathSegment> Walk::critical_path() const {
+  std::vector<PathSegment> path;
+  for (Binder b = last_op_; b.cls >= 0;) {
+    const RankState& s = ranks_[size_t(b.cls)];
+    const Binder before = s.bound_by[b.op];
+    const double start = before.cls >= 0 ? ranks_[size_t(before.cls)].end[before.op] : 0.0;
+    path.push_back(PathSegment{s.rank->rank, b.op, start, s.end[b.op]});
+    b = before;
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
 AnalyticResult Walk::collect() {
   AnalyticResult r;
   r.classes = classes_.count();
@@ -364,6 +426,7 @@ AnalyticResult Walk::collect() {
     if (s.done != s.rank->program->ops.size()) r.deadlocked = true;
   }
   if (r.deadlocked) r.deadlock = describe_stuck();
+  else if (tracking_) r.critical_path = critical_path();
   for (RankState& s : ranks_) {
     s.activity.change(r.iteration_time_s, 0, 0, models::TimeCause::Idle);
     s.activity.causes.close(r.iteration_time_s);

@@ -21,7 +21,17 @@ namespace tessera::analytic {
 
 struct AnalyticOptions {
   CostOptions costs;
-  bool trace = false;  // keep every op's span
+  bool trace = false;          // keep every op's span
+  bool critical_path = false;  // keep the chain of ops that sets the iteration time
+};
+
+// One op of the critical path: it ran from the end of the op before it on the path (0 for the
+// first) to `end_s`; for a collective, from its last member's join; for a receive that waited
+// for its data, from the send's start.
+struct PathSegment {
+  int rank = 0;  // a representative rank of the class that ran it
+  uint32_t op = 0;
+  double start_s = 0, end_s = 0;
 };
 
 // One rank's iteration, in the fields the simulation reports (sc_main/simulation.h).
@@ -45,6 +55,7 @@ struct AnalyticResult {
   double iteration_time_s = 0;
   std::vector<RankCost> ranks;  // every rank of the job
   int classes = 0;              // ranks costed (one per class of equivalent ranks)
+  std::vector<PathSegment> critical_path;  // first to last, when asked for
   bool deadlocked = false;
   std::string deadlock;         // the stuck ranks and ops
 };

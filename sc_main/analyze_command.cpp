@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analytic/symbolic.h"
 #include "sc_main/case_runner.h"
 #include "sc_main/input_error.h"
 #include "workloads/limits.h"
@@ -91,6 +92,8 @@ void confirm(const std::vector<Sensitivity>& sensitivities, const platforms::Pla
 po::options_description analyze_options(AnalyzeSettings& a) {
   po::options_description analysis("analysis");
   analysis.add_options()
+      ("symbolic", po::bool_switch(&a.symbolic),
+       "the iteration time as a sum of terms W / (eta X) of named parameters over the critical path, each labelled by cause")
       ("sensitivity", po::bool_switch(&a.sensitivity),
        "the elasticity d log(iteration time) / d log(parameter) of each hardware parameter, and the time with it doubled")
       ("confirm", po::bool_switch(&a.confirm), "with --sensitivity: re-run the three largest in flow fidelity and print both")
@@ -100,7 +103,49 @@ po::options_description analyze_options(AnalyzeSettings& a) {
 
 void check_analyze_settings(const AnalyzeSettings& a) {
   check_option("--step", a.step, limits::Range{1e-4, 0.5});
-  if (!a.sensitivity) throw InputError("tessera analyze: name an analysis (--sensitivity)");
+  if (!a.sensitivity && !a.symbolic) throw InputError("tessera analyze: name an analysis (--sensitivity, --symbolic)");
+  if (a.confirm && !a.sensitivity) throw InputError("--confirm: confirms --sensitivity; add it");
+}
+
+void print_symbolic(std::ostream& out, const platforms::PlatformConfig& platform,
+                    const platforms::RoutedTopology& topology, const workloads::Job& job,
+                    const SimulationOptions& options, const WorkloadParameters& parameters) {
+  analytic::AnalyticOptions a;
+  a.costs.kernel_timer = options.kernel_timer;
+  a.costs.collectives = options.collectives;
+  a.costs.collectives.chunk_bytes = options.chunk_bytes;
+  a.critical_path = true;
+  const analytic::AnalyticResult r = analytic::cost_iteration(platform, topology, job, a);
+  if (r.deadlocked) throw InputError("the program cannot finish: " + r.deadlock);
+  const analytic::SymbolicForm form = analytic::symbolic_form(r, job, platform);
+  out << "tessera analyze: " << job.info.model << " on " << platform.name << " (" << platform.gpu_count() << " x "
+      << platform.gpu.name << "), analytic iteration time " << format("%.3f ms", r.iteration_time_s * 1e3) << "\n";
+  out << "  symbolic form: T = sum of W / (eta x X) over the critical path (" << r.critical_path.size()
+      << " ops): W the work of its ops, X a named parameter, eta what they achieved of it\n";
+  if (!parameters.empty()) {
+    out << "    with";
+    for (size_t k = 0; k < parameters.size(); ++k)
+      out << (k ? ", " : " ") << parameters[k].first << " = " << format("%g", parameters[k].second);
+    out << "\n";
+  }
+  char line[300];
+  std::snprintf(line, sizeof line, "  %-24s %-58s %14s\n", "cause", "term", "value");
+  out << line;
+  for (const analytic::SymbolicTerm& t : form.terms) {
+    std::string term;
+    if (t.parameter == "latency") {
+      term = "latency (" + t.what + ")";
+    } else {
+      const bool flops = t.work_unit == "FLOP";
+      term = format("%.4g ", t.work) + t.work_unit + " / (" + format("%.4f", t.efficiency()) + " x " + t.parameter +
+             " = " + format("%g", t.parameter_value / (flops ? 1e12 : 1e9)) + (flops ? " TFLOP/s)" : " GB/s)");
+    }
+    std::snprintf(line, sizeof line, "  %-24s %-58s %11.3f ms   %s, %d ops\n", models::to_string(t.cause), term.c_str(),
+                  t.value() * 1e3, t.what.c_str(), t.ops);
+    out << line;
+  }
+  out << "  T = " << format("%.6f ms", form.value_s * 1e3) << " (the terms evaluated; the analytic model: "
+      << format("%.6f ms", r.iteration_time_s * 1e3) << ")\n";
 }
 
 int run_analyses(const AnalyzeSettings& a, const platforms::PlatformConfig& platform, const workloads::Job& job,

@@ -223,6 +223,7 @@ void check_run_settings(const RunSettings& s, const po::variables_map& vm) {
 struct Workload {
   workloads::Job job;
   std::vector<workloads::MemoryBreakdown> memory;  // per rank; empty for a job file
+  WorkloadParameters parameters;                    // empty for a job file
 };
 
 Workload build_workload(const RunSettings& s, const po::variables_map& vm,
@@ -246,7 +247,13 @@ Workload build_workload(const RunSettings& s, const po::variables_map& vm,
     if (vm.count(o.name)) workloads::set_strategy_option(strategy, o.name, vm[o.name].as<std::string>());
   workloads::CompiledJob compiled = workloads::compile(model, strategy, p.gpu_count(), framework);
   if (!s.allow_oom) workloads::check_memory(compiled, p.gpu.hbm_capacity_gib * 1024.0 * 1024.0 * 1024.0);
-  return {std::move(compiled.job), std::move(compiled.memory)};
+  const workloads::ResolvedStrategy& r = compiled.strategy;
+  WorkloadParameters parameters = {{"b", double(r.s.micro_batch)}, {"s", double(model.seq_length)},
+                                   {"h", double(model.hidden)},    {"layers", double(model.layers)},
+                                   {"t", double(r.s.tp)},          {"p", double(r.s.pp)},
+                                   {"d", double(r.s.dp)},          {"v", double(r.s.vpp)},
+                                   {"m", double(r.micro_batches)}};
+  return {std::move(compiled.job), std::move(compiled.memory), std::move(parameters)};
 }
 
 // Parses a run's command line (and its --config file); false after --help.
@@ -355,7 +362,8 @@ int command_run(const std::vector<std::string>& args, std::ostream& out, std::os
 
 // The options of `tessera analyze` that `tessera run` does not have (left out of the flow runs
 // of --confirm), and whether each takes a value.
-const std::vector<std::pair<std::string, bool>> kAnalyzeOnly = {{"sensitivity", false}, {"confirm", false}, {"step", true}};
+const std::vector<std::pair<std::string, bool>> kAnalyzeOnly = {
+    {"sensitivity", false}, {"confirm", false}, {"step", true}, {"symbolic", false}};
 
 // The analyze command line as a `tessera run` one: the analysis options left out.
 std::vector<std::string> run_arguments(const std::vector<std::string>& args) {
@@ -409,6 +417,12 @@ int command_analyze(const std::vector<std::string>& args, std::ostream& out, std
     return r.iteration_time_s;
   };
   const Watchdog watchdog(s.watchdog);
+  if (a.symbolic) {
+    SimulationOptions o = options;
+    o.kernel_timer = make_kernel_timer(s.compute, platform, framework);
+    print_symbolic(out, platform, *topology, workload.job, o, workload.parameters);
+  }
+  if (!a.sensitivity) return kOk;
   return run_analyses(a, platform, workload.job, iteration, run_arguments(args), out, err);
 }
 

@@ -105,4 +105,19 @@ TEST(Analyze, SensitivityConfirmedInFlowFidelity) {
   EXPECT_NEAR(analytic, flow, 0.05);
 }
 
+TEST(Analyze, SymbolicFormEqualsTheAnalyticTime) {
+  const cli_testing::Result r =
+      cli_testing::tessera("analyze --symbolic --platform dgx-a100 --layers 4 --tp 2 --pp 4 --global-batch 8");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("with b = 1, s = 2048, h = 2048, layers = 4, t = 2, p = 4, d = 1, v = 1, m = 8"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" / (0."), std::string::npos) << r.out;
+  const auto at = r.out.find("  T = ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  double terms = 0, model = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str() + at, "  T = %lf ms (the terms evaluated; the analytic model: %lf ms)", &terms, &model), 2);
+  EXPECT_EQ(terms, model);  // equal to the printed microsecond fraction
+  for (const char* cause : {"compute", "tensor_parallel", "pipeline_bubble", "optimizer"})
+    EXPECT_NE(r.out.find(std::string("\n  ") + cause + " "), std::string::npos) << cause << "\n" << r.out;
+}
+
 }  // namespace

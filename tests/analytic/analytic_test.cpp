@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
+#include <tuple>
 #include <stdexcept>
 
 #include "analytic/iteration.h"
 #include "analytic/rank_classes.h"
+#include "analytic/symbolic.h"
 #include "platforms/platform_file.h"
 #include "sc_main/sensitivity.h"
 #include "tests/support/jobs.h"
@@ -203,6 +206,67 @@ TEST(AnalyticSensitivity, UnusedBandwidthHasNone) {
 TEST(AnalyticSensitivity, ElasticityOfAPowerLaw) {
   // T = c p^-0.5: the central difference of the logarithms gives -0.5.
   EXPECT_NEAR(app::elasticity(std::pow(0.99, -0.5), std::pow(1.01, -0.5), 0.01), -0.5, 1e-12);
+}
+
+// The symbolic form on a free fabric: the critical path of a pipeline of uniform stages crosses
+// (m v + p - 1) chunk passes of a stage, forward and backward, so its matmul work is
+// W = (m v + p - 1) (F_f + F_b) / (p v) and T = W / (eta peak) with eta the roofline's
+// efficiency; evaluated, the terms give the analytic time.
+TEST(AnalyticSymbolic, PipelinePathAndValue) {
+  const double F = 1e12;
+  for (auto [schedule, p, v, m] : {std::tuple{workloads::Schedule::GPipe, 4, 1, int64_t(8)},
+                                   std::tuple{workloads::Schedule::OneFOneB, 8, 1, int64_t(16)},
+                                   std::tuple{workloads::Schedule::Interleaved, 4, 2, int64_t(8)}}) {
+    workloads::Strategy s;
+    s.pp = p;
+    s.vpp = v;
+    s.schedule = schedule;
+    s.global_batch = m;
+    const workloads::CompiledJob c = workloads::compile(wt::uniform_layers(24, F), s);
+    const platforms::PlatformConfig platform = free_fabric(p);
+    const platforms::RoutedTopology topology(platform);
+    analytic::AnalyticOptions o;
+    o.critical_path = true;
+    const analytic::AnalyticResult r = analytic::cost_iteration(platform, topology, c.job, o);
+    const analytic::SymbolicForm form = analytic::symbolic_form(r, c.job, platform);
+    EXPECT_NEAR(form.value_s, r.iteration_time_s, 1e-12 * r.iteration_time_s);
+    ASSERT_FALSE(form.terms.empty());
+    const analytic::SymbolicTerm& matmul = form.terms.front();
+    EXPECT_EQ(matmul.parameter, "peak_bf16");
+    EXPECT_EQ(matmul.cause, models::TimeCause::Compute);
+    EXPECT_NEAR(matmul.work, double(m * v + p - 1) * 3 * 24 * F / (p * v), 1e-9 * matmul.work) << p << " " << v << " " << m;
+    EXPECT_NEAR(matmul.efficiency(), platform.gpu.compute_efficiency, 1e-9);
+  }
+}
+
+TEST(AnalyticSymbolic, TermsOfAParallelRunAddUpToItsTime) {
+  platforms::PlatformConfig p = platforms::load_platform("dgx-a100");
+  p.nodes = 2;
+  p.validate();
+  workloads::ModelSpec model = workloads::load_model("gpt3-1.3b");
+  workloads::ModelOverrides overrides;
+  workloads::set_model_override(overrides, "layers", "4");
+  workloads::apply_overrides(model, overrides);
+  workloads::Strategy s;
+  s.tp = 2;
+  s.pp = 2;
+  s.dp = 4;
+  s.global_batch = 16;
+  const workloads::CompiledJob c = workloads::compile(model, s, p.gpu_count());
+  const platforms::RoutedTopology topology(p);
+  analytic::AnalyticOptions o;
+  o.critical_path = true;
+  const analytic::AnalyticResult r = analytic::cost_iteration(p, topology, c.job, o);
+  const analytic::SymbolicForm form = analytic::symbolic_form(r, c.job, p);
+  EXPECT_NEAR(form.value_s, r.iteration_time_s, 1e-12 * r.iteration_time_s);
+  std::set<models::TimeCause> causes;
+  for (const analytic::SymbolicTerm& t : form.terms) causes.insert(t.cause);
+  EXPECT_TRUE(causes.count(models::TimeCause::Compute));
+  EXPECT_TRUE(causes.count(models::TimeCause::TensorParallel));
+  // The path is contiguous: each op starts where the one before it ended.
+  for (size_t k = 1; k < r.critical_path.size(); ++k)
+    EXPECT_EQ(r.critical_path[k].start_s, r.critical_path[k - 1].end_s) << k;
+  EXPECT_EQ(r.critical_path.back().end_s, r.iteration_time_s);
 }
 
 }  // namespace

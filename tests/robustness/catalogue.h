@@ -33,7 +33,8 @@ inline const std::vector<Case>& catalogue() {
       // --- 1. SystemC dumps and crashes -----------------------------------------------------
       {"AnalyticWithIterations", "run --fidelity analytic --iterations 2", 2, "--iterations 2: analytic fidelity costs one iteration"},
       {"AnalyticCollective", "collective --fidelity analytic", 2, "--fidelity: unknown fidelity 'analytic' (packet or flow)"},
-      {"AnalyzeWithoutAnalysis", "analyze --layers 1", 2, "tessera analyze: name an analysis (--sensitivity)"},
+      {"AnalyzeWithoutAnalysis", "analyze --layers 1", 2, "tessera analyze: name an analysis (--sensitivity, --symbolic)"},
+      {"ConfirmWithoutSensitivity", "analyze --symbolic --confirm", 2, "--confirm: confirms --sensitivity; add it"},
       {"AnalyzeStepZero", "analyze --sensitivity --step 0", 2, "--step: must be a number in [0.0001, 0.5], got 0"},
       {"AnalyzeWithReport", "analyze --sensitivity --report out.json", 2, "--report: does not apply to tessera analyze"},
       {"AnalyzeStepNan", "analyze --sensitivity --step nan", 2, "--step: must be a number in [0.0001, 0.5], got nan"},
