@@ -37,16 +37,29 @@ analytic::AnalyticResult cost(const platforms::PlatformConfig& p, const workload
   return analytic::cost_iteration(p, topology, job, analytic::AnalyticOptions{});
 }
 
-// The iteration of 24 uniform layers of F FLOPs per sample over p stages, m micro-batches,
-// against m (t_f + t_b): the bubble fraction.
-double bubble(workloads::Schedule schedule, int p, int v, int64_t m) {
-  const double F = 1e12;
+// 24 uniform layers of F FLOPs per sample over p stages of v chunks, m micro-batches.
+workloads::CompiledJob uniform_pipeline(workloads::Schedule schedule, int p, int v, int64_t m, double F) {
   workloads::Strategy s;
   s.pp = p;
   s.vpp = v;
   s.schedule = schedule;
   s.global_batch = m;
-  const workloads::CompiledJob c = workloads::compile(wt::uniform_layers(24, F), s);
+  return workloads::compile(wt::uniform_layers(24, F), s);
+}
+
+// GPT-3 1.3B cut to `layers` layers.
+workloads::ModelSpec gpt_layers(const std::string& layers) {
+  workloads::ModelSpec model = workloads::load_model("gpt3-1.3b");
+  workloads::ModelOverrides o;
+  workloads::set_model_override(o, "layers", layers);
+  workloads::apply_overrides(model, o);
+  return model;
+}
+
+// The iteration against m (t_f + t_b): the bubble fraction.
+double bubble(workloads::Schedule schedule, int p, int v, int64_t m) {
+  const double F = 1e12;
+  const workloads::CompiledJob c = uniform_pipeline(schedule, p, v, m, F);
   const platforms::PlatformConfig platform = free_fabric(p);
   const analytic::AnalyticResult r = cost(platform, c.job);
   EXPECT_FALSE(r.deadlocked) << r.deadlock;
@@ -164,10 +177,7 @@ std::vector<app::Sensitivity> gpt_sensitivities(int nodes) {
   platforms::PlatformConfig p = platforms::load_platform("dgx-a100");
   p.nodes = nodes;
   p.validate();
-  workloads::ModelSpec model = workloads::load_model("gpt3-1.3b");
-  workloads::ModelOverrides o;
-  workloads::set_model_override(o, "layers", "2");
-  workloads::apply_overrides(model, o);
+  const workloads::ModelSpec model = gpt_layers("2");
   workloads::Strategy s;
   s.dp = 8 * nodes;
   s.global_batch = 8 * nodes;
@@ -217,12 +227,7 @@ TEST(AnalyticSymbolic, PipelinePathAndValue) {
   for (auto [schedule, p, v, m] : {std::tuple{workloads::Schedule::GPipe, 4, 1, int64_t(8)},
                                    std::tuple{workloads::Schedule::OneFOneB, 8, 1, int64_t(16)},
                                    std::tuple{workloads::Schedule::Interleaved, 4, 2, int64_t(8)}}) {
-    workloads::Strategy s;
-    s.pp = p;
-    s.vpp = v;
-    s.schedule = schedule;
-    s.global_batch = m;
-    const workloads::CompiledJob c = workloads::compile(wt::uniform_layers(24, F), s);
+    const workloads::CompiledJob c = uniform_pipeline(schedule, p, v, m, F);
     const platforms::PlatformConfig platform = free_fabric(p);
     const platforms::RoutedTopology topology(platform);
     analytic::AnalyticOptions o;
@@ -243,10 +248,7 @@ TEST(AnalyticSymbolic, TermsOfAParallelRunAddUpToItsTime) {
   platforms::PlatformConfig p = platforms::load_platform("dgx-a100");
   p.nodes = 2;
   p.validate();
-  workloads::ModelSpec model = workloads::load_model("gpt3-1.3b");
-  workloads::ModelOverrides overrides;
-  workloads::set_model_override(overrides, "layers", "4");
-  workloads::apply_overrides(model, overrides);
+  const workloads::ModelSpec model = gpt_layers("4");
   workloads::Strategy s;
   s.tp = 2;
   s.pp = 2;
