@@ -46,10 +46,21 @@ struct Binder {
   uint32_t op = 0;
 };
 
+// What the walk needs of each op of a program, in one compact array made in one pass over the
+// program (the walk then reads 24 bytes per compute op instead of the op itself).
+struct OpSummary {
+  double seconds = 0;     // a compute op: its kernel time on an idle GPU
+  double host_share = 0;  // of which the host's launch wait
+  OpKind kind = OpKind::Compute;
+  models::TimeCause cause = models::TimeCause::Compute;  // a compute op: compute or optimizer
+  models::ComputeCause compute_cause = models::ComputeCause::Gemm;
+};
+
 // One representative rank being walked.
 struct RankState {
   const workloads::Rank* rank = nullptr;
   std::shared_ptr<const models::ProgramGraph> graph;
+  std::shared_ptr<const std::vector<OpSummary>> summary;
   // Per op, together (one cache line holds several ops' state).
   struct OpState {
     uint32_t waits = 0;     // predecessors not done
@@ -125,6 +136,7 @@ class Walk {
     if (tracking_) ranks_[size_t(cls)].bound_by[op] = b;
   }
   std::vector<PathSegment> critical_path() const;
+  std::shared_ptr<const std::vector<OpSummary>> summarize(const workloads::Rank& rank);
   void kernel_done(int cls, uint32_t op, double now);
   void set_sms(int cls, int delta, double now);
   void op_done(int cls, uint32_t op, double now);
@@ -206,9 +218,9 @@ void Walk::init_rank(int cls) {
 
 void Walk::ready(int cls, uint32_t op, double now, Binder from) {
   RankState& s = ranks_[size_t(cls)];
-  const workloads::Op& o = s.rank->program->ops[op];
+  const OpKind kind = (*s.summary)[op].kind;
   if (tracking_) s.ready_by[op] = from;
-  switch (o.kind) {
+  switch (kind) {
     case OpKind::Compute:
       s.queue.push_back(op);
       if (s.running < 0) start_kernel(cls, now, from);
@@ -225,9 +237,9 @@ void Walk::ready(int cls, uint32_t op, double now, Binder from) {
     default:
       break;
   }
-  s.activity.change(now, 0, 1, cause(*s.rank, o));
-  if (o.kind == OpKind::Collective) collective_joined(cls, op, now);
-  else if (o.kind == OpKind::Send) send(cls, op, now);
+  s.activity.change(now, 0, 1, cause(*s.rank, s.rank->program->ops[op]));
+  if (kind == OpKind::Collective) collective_joined(cls, op, now);
+  else if (kind == OpKind::Send) send(cls, op, now);
   else receive(cls, op, now);
 }
 
@@ -303,21 +315,21 @@ void Walk::start_kernel(int cls, double now, Binder waited_for) {
   const uint32_t op = s.queue.front();
   s.queue.pop_front();
   bind(cls, op, waited_for);
-  const models::KernelTime t = costs_.compute(*s.rank, op);
+  const OpSummary& u = (*s.summary)[op];
   s.running = op;
-  s.remaining = t.total();
-  s.host_share = t.total() > 0 ? t.host_s / t.total() : 0;
+  s.remaining = u.seconds;
+  s.host_share = u.host_share;
   s.progress_at = s.kernel_start = now;
-  s.activity.change(now, 1, 0, models::compute_cause(s.rank->program->ops[op].phase));
+  s.activity.change(now, 1, 0, u.cause);
   push(now + s.remaining / s.share, EventKind::KernelDone, cls, op, ++s.version);
 }
 
 void Walk::kernel_done(int cls, uint32_t op, double now) {
   RankState& s = ranks_[size_t(cls)];
-  s.activity.change(now, -1, 0, models::compute_cause(s.rank->program->ops[op].phase));
+  const OpSummary& u = (*s.summary)[op];
+  s.activity.change(now, -1, 0, u.cause);
   const double elapsed = now - s.kernel_start;
-  const uint8_t kind = static_cast<uint8_t>(s.rank->program->ops[op].kernel);
-  s.cost.compute_by_cause[size_t(models::cause_of_kernel(kind))] += elapsed * (1 - s.host_share);
+  s.cost.compute_by_cause[size_t(u.compute_cause)] += elapsed * (1 - s.host_share);
   s.cost.compute_by_cause[size_t(models::ComputeCause::Framework)] += elapsed * s.host_share;
   if (options_.trace) s.cost.spans.push_back({op, sc_core::sc_time(s.kernel_start, sc_core::SC_SEC), sc_core::sc_time(now, sc_core::SC_SEC)});
   s.running = -1;
@@ -341,10 +353,10 @@ void Walk::set_sms(int cls, int delta, double now) {
 
 void Walk::op_done(int cls, uint32_t op, double now) {
   RankState& s = ranks_[size_t(cls)];
-  const workloads::Op& o = s.rank->program->ops[op];
-  if (o.kind == OpKind::Collective || o.kind == OpKind::Send || o.kind == OpKind::Recv) {
-    s.activity.change(now, 0, -1, cause(*s.rank, o));
-    if (o.kind == OpKind::Collective) set_sms(cls, -s.op[op].channels, now);
+  const OpKind kind = (*s.summary)[op].kind;
+  if (kind == OpKind::Collective || kind == OpKind::Send || kind == OpKind::Recv) {
+    s.activity.change(now, 0, -1, cause(*s.rank, s.rank->program->ops[op]));
+    if (kind == OpKind::Collective) set_sms(cls, -s.op[op].channels, now);
   }
   ++s.done;
   s.op[op].finished = 1;
@@ -364,11 +376,15 @@ AnalyticResult Walk::run() {
   group_of_communicator_.assign(job_.communicators.size(), -1);
   for (const workloads::Communicator& c : job_.communicators) communicator_causes_.push_back(models::communicator_cause(c.name));
   std::unordered_map<const workloads::Program*, std::shared_ptr<const models::ProgramGraph>> graphs;
+  std::unordered_map<const workloads::Program*, std::shared_ptr<const std::vector<OpSummary>>> summaries;
   for (int c = 0; c < classes_.count(); ++c) {
     const workloads::Rank& rank = job_.ranks[size_t(classes_.representative[size_t(c)])];
     auto& graph = graphs[rank.program.get()];
     if (!graph) graph = std::make_shared<models::ProgramGraph>(*rank.program);
     ranks_[size_t(c)].graph = graph;
+    auto& summary = summaries[rank.program.get()];
+    if (!summary) summary = summarize(rank);
+    ranks_[size_t(c)].summary = summary;
     init_rank(c);
   }
   while (!events_.empty()) {
@@ -403,6 +419,22 @@ std::string Walk::describe_stuck() const {
     out += (out.empty() ? "" : "; ") + line;
   }
   return out;
+}
+
+std::shared_ptr<const std::vector<OpSummary>> Walk::summarize(const workloads::Rank& rank) {
+  const auto& ops = rank.program->ops;
+  auto summary = std::make_shared<std::vector<OpSummary>>(ops.size());
+  for (uint32_t i = 0; i < ops.size(); ++i) {
+    OpSummary& u = (*summary)[i];
+    u.kind = ops[i].kind;
+    if (u.kind != OpKind::Compute) continue;
+    const models::KernelTime t = costs_.compute(rank, i);
+    u.seconds = t.total();
+    u.host_share = t.total() > 0 ? t.host_s / t.total() : 0;
+    u.cause = models::compute_cause(ops[i].phase);
+    u.compute_cause = models::cause_of_kernel(static_cast<uint8_t>(ops[i].kernel));
+  }
+  return summary;
 }
 
 std::vector<PathSegment> Walk::critical_path() const {
