@@ -71,11 +71,18 @@ models::FabricFacts fabric_facts(const PlatformConfig& c) {
   return f;
 }
 
-const char* fidelity_name(Fidelity f) { return f == Fidelity::Flow ? "flow" : "packet"; }
+const char* fidelity_name(Fidelity f) {
+  switch (f) {
+    case Fidelity::Flow: return "flow";
+    case Fidelity::Analytic: return "analytic";
+    default: return "packet";
+  }
+}
 
 bool parse_fidelity(const std::string& name, Fidelity& out) {
   if (name == "packet") return out = Fidelity::Packet, true;
   if (name == "flow") return out = Fidelity::Flow, true;
+  if (name == "analytic") return out = Fidelity::Analytic, true;
   return false;
 }
 
@@ -131,6 +138,8 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
                    std::shared_ptr<const RoutedTopology> routed)
     : sc_module(name), config_(config), fidelity_(fidelity), routed_(std::move(routed)) {
   config_.validate();
+  if (fidelity_ == Fidelity::Analytic)
+    throw std::logic_error("analytic fidelity builds no platform (analytic::cost_iteration)");
   if (static_cast<size_t>(config_.gpu_count()) != job.ranks.size())
     throw std::invalid_argument("the workload has " + std::to_string(job.ranks.size()) +
                                 " ranks but the platform has " +

@@ -34,6 +34,7 @@ models::FabricFacts fabric_facts(const PlatformConfig& config);
 enum class Fidelity {
   Packet,  // every chunk through every port, link and switch module
   Flow,    // one flow per transfer, max-min fair shares of the links on its path
+  Analytic,  // no simulation: the programs costed op by op (analytic/, docs/analytic.md)
 };
 const char* fidelity_name(Fidelity f);
 bool parse_fidelity(const std::string& name, Fidelity& out);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -15,6 +16,7 @@
 #include <boost/program_options.hpp>
 #include <systemc>
 
+#include "sc_main/analyze_command.h"
 #include "sc_main/calibrate_command.h"
 #include "sc_main/collective_command.h"
 #include "sc_main/compute_command.h"
@@ -46,6 +48,7 @@ const char* kUsage =
     "commands:\n"
     "  run         simulate one training iteration (the default scenario without options)\n"
     "  collective  one collective over a size sweep, printed like nccl-tests\n"
+    "  analyze     the analytic model's sensitivity to each hardware parameter (--sensitivity)\n"
     "  validate    simulate measured runs (a CSV) and report each error and the MAPE\n"
     "  platforms   list the built-in platforms\n"
     "  describe    a platform's modules, links, bisection bandwidth and a route between two GPUs\n"
@@ -81,7 +84,7 @@ struct RunSettings {
   WatchdogSettings watchdog;
 };
 
-po::options_description run_options(RunSettings& s) {
+po::options_description run_options(RunSettings& s, const char* title = "tessera run [options]") {
   po::options_description general("general");
   general.add_options()
       ("help,h", "this help")
@@ -111,7 +114,7 @@ po::options_description run_options(RunSettings& s) {
   po::options_description sim("simulation");
   sim.add_options()
       ("fidelity", po::value(&s.fidelity)->default_value("auto"),
-       "packet (every chunk through every port and switch), flow (one max-min fair flow per transfer; large systems) or auto (packet up to 64 GPUs, flow above); docs/fidelity.md")
+       "packet (every chunk through every port and switch), flow (one max-min fair flow per transfer; large systems), analytic (no simulation: the programs costed op by op; docs/analytic.md) or auto (packet up to 64 GPUs, flow above); docs/fidelity.md")
       ("chunk-kib", po::value(&s.chunk_kib)->default_value(128), "fabric chunk size, KiB")
       ("collective-algorithm", po::value(&s.collective_algorithm)->default_value("auto"),
        "ring, tree, direct, halving-doubling, hierarchical, nvls, collnet or auto (the tuner); used where it applies, an op's own algorithm wins")
@@ -119,7 +122,7 @@ po::options_description run_options(RunSettings& s) {
       ("gpus-per-node", po::value(&s.gpus_per_node), "GPUs per node for hierarchical and tree collectives (default: all)")
       ("iterations", po::value(&s.iterations)->default_value(1),
        "training iterations to simulate, one after another on every rank; times are reported as the mean of one");
-  po::options_description all("tessera run [options]");
+  po::options_description all(title);
   all.add(general).add(platform).add(workload).add(compute_options(s.compute)).add(sim).add(watchdog_options(s.watchdog));
   return all;
 }
@@ -242,9 +245,17 @@ void check_run_settings(const RunSettings& s, const po::variables_map& vm) {
                        " (a job file holds its own per-rank programs; leave out the model and strategy options)");
 }
 
+// Ops of every rank's program.
+uint64_t op_count(const workloads::Job& job) {
+  uint64_t ops = 0;
+  for (const workloads::Rank& r : job.ranks) ops += r.program ? r.program->ops.size() : 0;
+  return ops;
+}
+
 struct Workload {
   workloads::Job job;
   std::vector<workloads::MemoryBreakdown> memory;  // per rank; empty for a job file
+  WorkloadParameters parameters;                    // empty for a job file
 };
 
 Workload build_workload(const RunSettings& s, const po::variables_map& vm,
@@ -268,49 +279,61 @@ Workload build_workload(const RunSettings& s, const po::variables_map& vm,
     if (vm.count(o.name)) workloads::set_strategy_option(strategy, o.name, vm[o.name].as<std::string>());
   workloads::CompiledJob compiled = workloads::compile(model, strategy, p.gpu_count(), framework);
   if (!s.allow_oom) workloads::check_memory(compiled, p.gpu.hbm_capacity_gib * 1024.0 * 1024.0 * 1024.0);
-  return {std::move(compiled.job), std::move(compiled.memory)};
+  const workloads::ResolvedStrategy& r = compiled.strategy;
+  WorkloadParameters parameters = {{"b", double(r.s.micro_batch)}, {"s", double(model.seq_length)},
+                                   {"h", double(model.hidden)},    {"layers", double(model.layers)},
+                                   {"t", double(r.s.tp)},          {"p", double(r.s.pp)},
+                                   {"d", double(r.s.dp)},          {"v", double(r.s.vpp)},
+                                   {"m", double(r.micro_batches)}};
+  return {std::move(compiled.job), std::move(compiled.memory), std::move(parameters)};
 }
 
-int run_simulation(RunSettings& s, po::variables_map& vm, std::ostream& out, std::ostream& err);
+// Where a run's --config file set its options ("" when there is none).
+struct ConfigSource {
+  std::string path;
+  ConfigLines lines;
+};
 
-int command_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  RunSettings s;
-  po::options_description desc = run_options(s);
-  po::variables_map vm;
-  store_command_line(args, desc, vm);
-  if (vm.count("help")) {
-    out << desc << "\n";
-    return kOk;
-  }
-  if (!vm.count("config")) return run_simulation(s, vm, out, err);
-  const std::string path = vm["config"].as<std::string>();
-  const ConfigLines lines = read_config_file(path, desc, vm);
+// Runs `body`; an input error about an option that the config file set (and the command line
+// did not) names the file, line and key instead of the option.
+int naming_config_source(const ConfigSource& config, const std::vector<std::string>& args,
+                         const std::function<int()>& body) {
+  if (config.path.empty()) return body();
   try {
-    return run_simulation(s, vm, out, err);
+    return body();
   } catch (const std::runtime_error& e) {
     if (dynamic_cast<const InputError*>(&e) == nullptr && dynamic_cast<const workloads::InputError*>(&e) == nullptr)
       throw;
-    const std::string message = with_config_source(e.what(), path, lines, args);
+    const std::string message = with_config_source(e.what(), config.path, config.lines, args);
     if (message == e.what()) throw;
     throw InputError(message);
   }
 }
 
-// `tessera run` once its options are read: checks, builds, simulates and reports.
-int run_simulation(RunSettings& s, po::variables_map& vm, std::ostream& out, std::ostream& err) {
+// Parses a run's command line (and its --config file); false after --help.
+bool parse_run(const std::vector<std::string>& args, po::options_description& desc, po::variables_map& vm,
+               std::ostream& out, ConfigSource& config) {
+  store_command_line(args, desc, vm);
+  if (vm.count("help")) {
+    out << desc << "\n";
+    return false;
+  }
+  if (vm.count("config")) {
+    config.path = vm["config"].as<std::string>();
+    config.lines = read_config_file(config.path, desc, vm);
+  }
   try {
     po::notify(vm);
   } catch (const po::error& e) {
     throw InputError(e.what());
   }
-  check_run_settings(s, vm);
-  check_output_paths({{"--report", s.report}, {"--trace", s.trace}},
-                     {{"--config", s.config}, {"--platform", s.platform.platform}, {"--model", s.model},
-                      {"--strategy", s.strategy_file}, {"--job", s.job}, {"--calibration", s.compute.calibration},
-                      {"--framework", s.compute.framework}});
+  return true;
+}
 
-  std::shared_ptr<const platforms::RoutedTopology> topology;
-  platforms::PlatformConfig platform = build_platform(s.platform, &topology);
+// The platform (and its routes) and the workload of a run, checked against each other.
+Workload prepare_run(RunSettings& s, const po::variables_map& vm, platforms::PlatformConfig& platform,
+                     std::shared_ptr<const platforms::RoutedTopology>& topology) {
+  platform = build_platform(s.platform, &topology);
   Workload workload = build_workload(s, vm, platform);
   workloads::Job& job = workload.job;
   if (!s.job.empty() && vm.count("gpus") == 0 && vm.count("nodes") == 0 && platform.nodes == 1 &&
@@ -330,14 +353,22 @@ int run_simulation(RunSettings& s, po::variables_map& vm, std::ostream& out, std
   } catch (const std::invalid_argument& e) {
     throw InputError(e.what());
   }
+  return workload;
+}
 
+// The simulation options of a run (not its kernel timer).
+SimulationOptions simulation_options(const RunSettings& s, const po::variables_map& vm,
+                                     const platforms::PlatformConfig& platform) {
   SimulationOptions options;
   options.chunk_bytes = uint64_t(s.chunk_kib) * 1024;
   // auto: packet fidelity where it runs in seconds to minutes, flow fidelity beyond.
   if (s.fidelity == "auto")
     options.fidelity = platform.gpu_count() > kPacketFidelityGpus ? platforms::Fidelity::Flow : platforms::Fidelity::Packet;
   else if (!platforms::parse_fidelity(s.fidelity, options.fidelity))
-    throw InputError("--fidelity: unknown fidelity '" + s.fidelity + "' (packet, flow or auto)");
+    throw InputError("--fidelity: unknown fidelity '" + s.fidelity + "' (packet, flow, analytic or auto)");
+  if (options.fidelity == platforms::Fidelity::Analytic && s.iterations > 1)
+    throw InputError("--iterations " + std::to_string(s.iterations) +
+                     ": analytic fidelity costs one iteration (every iteration is the same); leave --iterations out");
   if (!models::parse_algorithm(s.collective_algorithm, options.collectives.algorithm))
     throw InputError("--collective-algorithm: unknown algorithm '" + s.collective_algorithm + "'");
   if (!models::parse_protocol(s.collective_protocol, options.collectives.protocol))
@@ -351,14 +382,29 @@ int run_simulation(RunSettings& s, po::variables_map& vm, std::ostream& out, std
   options.trace_bucket_us = s.trace_bucket_us;
   options.progress = true;
   options.iterations = uint64_t(s.iterations);
+  return options;
+}
+
+// `tessera run` once its options are read: checks, builds, simulates and reports.
+int run_parsed(RunSettings& s, const po::variables_map& vm, std::ostream& out, std::ostream& err) {
+  check_run_settings(s, vm);
+  check_output_paths({{"--report", s.report}, {"--trace", s.trace}},
+                     {{"--config", s.config}, {"--platform", s.platform.platform}, {"--model", s.model},
+                      {"--strategy", s.strategy_file}, {"--job", s.job}, {"--calibration", s.compute.calibration},
+                      {"--framework", s.compute.framework}});
+
+  std::shared_ptr<const platforms::RoutedTopology> topology;
+  platforms::PlatformConfig platform;
+  Workload workload = prepare_run(s, vm, platform, topology);
+  const workloads::Job& job = workload.job;
+  SimulationOptions options = simulation_options(s, vm, platform);
   options.topology = topology;
   std::string compute_note;
   options.kernel_timer = make_kernel_timer(s.compute, platform, load_framework_option(s.compute), &compute_note);
   if (!compute_note.empty() && !s.quiet) err << "tessera: note: " << compute_note << "\n";
   const SimulationResult result = [&] {
-    uint64_t ops = 0;
-    for (const workloads::Rank& r : job.ranks) ops += r.program ? r.program->ops.size() : 0;
-    const Watchdog watchdog(s.watchdog, expected_memory_bytes(platform.nodes, ops));
+    const Watchdog watchdog(s.watchdog, expected_memory_bytes(platform.nodes, op_count(job)));
+    if (options.fidelity == platforms::Fidelity::Analytic) return cost_analytically(platform, *topology, job, options);
     return simulate(platform, job, options);
   }();
   if (result.deadlocked) {
@@ -369,6 +415,91 @@ int run_simulation(RunSettings& s, po::variables_map& vm, std::ostream& out, std
   if (!s.trace.empty()) write_json_file(s.trace, trace_json(platform, job, result, s.trace_bucket_us));
   if (!s.quiet) print_summary(out, platform, job, workload.memory, result);
   return kOk;
+}
+
+int command_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  RunSettings s;
+  po::options_description desc = run_options(s);
+  po::variables_map vm;
+  ConfigSource config;
+  if (!parse_run(args, desc, vm, out, config)) return kOk;
+  return naming_config_source(config, args, [&] { return run_parsed(s, vm, out, err); });
+}
+
+// The options of `tessera analyze` that `tessera run` does not have (left out of the flow runs
+// of --confirm), and whether each takes a value.
+const std::vector<std::pair<std::string, bool>> kAnalyzeOnly = {
+    {"sensitivity", false}, {"confirm", false}, {"step", true}, {"symbolic", false}};
+
+// The analyze command line as a `tessera run` one: the analysis options left out.
+std::vector<std::string> run_arguments(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    bool dropped = false;
+    for (const auto& [name, takes_value] : kAnalyzeOnly) {
+      const std::string flag = "--" + name;
+      if (a == flag) {
+        dropped = true;
+        if (takes_value) ++i;
+      } else if (a.rfind(flag + "=", 0) == 0) {
+        dropped = true;
+      }
+    }
+    if (!dropped) out.push_back(a);
+  }
+  return out;
+}
+
+int analyze_parsed(RunSettings& s, const AnalyzeSettings& a, const po::variables_map& vm,
+                   const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+int command_analyze(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  RunSettings s;
+  AnalyzeSettings a;
+  po::options_description desc = run_options(s, "tessera analyze [options]");
+  desc.add(analyze_options(a));
+  po::variables_map vm;
+  ConfigSource config;
+  if (!parse_run(args, desc, vm, out, config)) return kOk;
+  return naming_config_source(config, args, [&] { return analyze_parsed(s, a, vm, args, out, err); });
+}
+
+// `tessera analyze` once its options are read.
+int analyze_parsed(RunSettings& s, const AnalyzeSettings& a, const po::variables_map& vm,
+                   const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  check_run_settings(s, vm);
+  check_analyze_settings(a);
+  for (const char* name : {"report", "trace", "trace-bucket-us", "fidelity", "iterations", "quiet"})
+    if (vm.count(name) && !vm[name].defaulted())
+      throw InputError(std::string("--") + name + ": does not apply to tessera analyze (it costs the analytic model and prints its analyses)");
+  std::shared_ptr<const platforms::RoutedTopology> topology;
+  platforms::PlatformConfig platform;
+  const Workload workload = prepare_run(s, vm, platform, topology);
+  s.fidelity = "analytic";
+  SimulationOptions options = simulation_options(s, vm, platform);
+  options.trace = false;
+  const workloads::Framework framework = load_framework_option(s.compute);
+  // The analytic iteration time of the platform with extra settings.
+  const IterationTime iteration = [&](const std::vector<std::string>& settings) {
+    PlatformSettings changed = s.platform;
+    changed.sets.insert(changed.sets.end(), settings.begin(), settings.end());
+    std::shared_ptr<const platforms::RoutedTopology> routes;
+    const platforms::PlatformConfig p = build_platform(changed, &routes);
+    SimulationOptions o = options;
+    o.kernel_timer = make_kernel_timer(s.compute, p, framework);
+    const SimulationResult r = cost_analytically(p, *routes, workload.job, o);
+    if (r.deadlocked) throw InputError(describe_deadlock(r));
+    return r.iteration_time_s;
+  };
+  const Watchdog watchdog(s.watchdog, expected_memory_bytes(platform.nodes, op_count(workload.job)));
+  if (a.symbolic) {
+    SimulationOptions o = options;
+    o.kernel_timer = make_kernel_timer(s.compute, platform, framework);
+    print_symbolic(out, platform, *topology, workload.job, o, workload.parameters);
+  }
+  if (!a.sensitivity) return kOk;
+  return run_analyses(a, platform, workload.job, iteration, run_arguments(args), out, err);
 }
 
 // A SystemC report's text on one line.
@@ -420,6 +551,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     }
     if (command == "run") return command_run(rest, out, err);
     if (command == "collective") return command_collective(rest, out, err);
+    if (command == "analyze") return command_analyze(rest, out, err);
     if (command == "validate") return command_validate(rest, out, err);
     if (command == "calibrate") return command_calibrate(rest, out, err);
     if (command == "compute") return command_compute(rest, out, err);

@@ -196,7 +196,7 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
                      std::to_string(kMaxSweepRows) + " a sweep may have");
   check_option("--chunk-kib", double(chunk_kib), limits::integers(1, limits::kMaxChunkKib));
   s.options.chunk_bytes = uint64_t(chunk_kib) * 1024;
-  if (!platforms::parse_fidelity(fidelity, s.options.fidelity))
+  if (!platforms::parse_fidelity(fidelity, s.options.fidelity) || s.options.fidelity == platforms::Fidelity::Analytic)
     throw InputError("--fidelity: unknown fidelity '" + fidelity + "' (packet or flow)");
   if (!models::parse_algorithm(algorithm, s.options.collectives.algorithm))
     throw InputError("--algorithm: unknown algorithm '" + algorithm + "'");

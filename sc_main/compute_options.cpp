@@ -2,6 +2,7 @@
 
 #include "calibration/compute_model.h"
 #include "calibration/kernel_table.h"
+#include "platforms/platform_file.h"
 #include "sc_main/input_error.h"
 #include "workloads/errors.h"
 
@@ -26,6 +27,26 @@ workloads::Framework load_framework_option(const ComputeSettings& s) {
   return workloads::load_framework(s.framework);
 }
 
+namespace {
+
+// The compute-model file holds measurements of the GPU type as shipped; a platform that
+// changes its HBM bandwidth or a peak (--set gpu.hbm_bandwidth_gbps=..., as tessera analyze
+// --sensitivity does) moves the measured STREAM bandwidth and flash-attention rates with them.
+calibration::ComputeParameters scaled_to(const models::GpuSpec& gpu, calibration::ComputeParameters p) {
+  models::GpuSpec nominal;
+  try {
+    nominal = platforms::load_gpu(gpu.name);
+  } catch (const std::exception&) {
+    return p;  // a GPU type of its own file: its values are the measured ones
+  }
+  if (nominal.hbm_bandwidth_gbps > 0) p.memory.stream_bandwidth *= gpu.hbm_bandwidth_gbps / nominal.hbm_bandwidth_gbps;
+  for (size_t d = 0; d < p.flash_attention_flops.size(); ++d)
+    if (nominal.peak_tflops[d] > 0) p.flash_attention_flops[d] *= gpu.peak_tflops[d] / nominal.peak_tflops[d];
+  return p;
+}
+
+}  // namespace
+
 std::shared_ptr<const models::KernelTimer> make_kernel_timer(const ComputeSettings& s,
                                                              const platforms::PlatformConfig& platform,
                                                              const workloads::Framework& framework,
@@ -47,7 +68,8 @@ std::shared_ptr<const models::KernelTimer> make_kernel_timer(const ComputeSettin
   if (!s.calibration.empty())
     table = std::make_shared<const calibration::KernelTable>(calibration::KernelTable::load(s.calibration));
   return std::make_shared<const calibration::ComputeModel>(
-      platform.gpu, calibration::load_compute_parameters(gpu), framework.host_launch_us * 1e-6, table);
+      platform.gpu, scaled_to(platform.gpu, calibration::load_compute_parameters(gpu)),
+      framework.host_launch_us * 1e-6, table);
 }
 
 }  // namespace tessera::app

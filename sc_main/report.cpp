@@ -39,6 +39,22 @@ ordered_json compute_by_cause(const RankResult& rr) {
   return j;
 }
 
+// The iteration by cause (models::TimeCause), seconds.
+ordered_json time_by_cause(const std::array<double, models::kTimeCauses>& seconds) {
+  ordered_json j;
+  for (int c = 0; c < models::kTimeCauses; ++c) j[models::to_string(static_cast<models::TimeCause>(c))] = seconds[c];
+  return j;
+}
+
+// The mean over ranks of each cause: each rank's causes add up to the iteration time, so
+// these do too.
+std::array<double, models::kTimeCauses> mean_time_by_cause(const SimulationResult& r) {
+  std::array<double, models::kTimeCauses> mean{};
+  for (const RankResult& rr : r.ranks)
+    for (int c = 0; c < models::kTimeCauses; ++c) mean[c] += rr.time_by_cause[c] / double(r.ranks.size());
+  return mean;
+}
+
 std::string format(const char* fmt, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, fmt, v);
@@ -70,6 +86,7 @@ ordered_json report_json(const platforms::PlatformConfig& platform, const worklo
   j["model_tflops_per_gpu"] = model_tflops_per_gpu(job, r);
   j["hardware_tflops_per_gpu"] = hardware_tflops_per_gpu(job, r);
   j["mfu"] = model_tflops_per_gpu(job, r) / peak_tflops(platform, job);
+  j["time_by_cause_s"] = time_by_cause(mean_time_by_cause(r));
   ordered_json ranks = ordered_json::array();
   constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
   for (const RankResult& rr : r.ranks) {
@@ -80,6 +97,7 @@ ordered_json report_json(const platforms::PlatformConfig& platform, const worklo
                      {"overlapped_communication_time_s", rr.overlapped_communication_s},
                      {"idle_time_s", rr.idle_s},
                      {"compute_by_cause_s", compute_by_cause(rr)},
+                     {"time_by_cause_s", time_by_cause(rr.time_by_cause)},
                      {"ops", rr.ops},
                      {"bytes_sent", rr.bytes_sent},
                      {"bytes_received", rr.bytes_received}};
@@ -109,6 +127,7 @@ ordered_json report_json(const platforms::PlatformConfig& platform, const worklo
                      {"iterations", r.iterations},
                      {"fabric_transactions", r.transactions},
                      {"flows", r.flows}};
+  if (r.fidelity == platforms::Fidelity::Analytic) j["simulation"]["ranks_costed"] = r.classes;
   return j;
 }
 
@@ -119,7 +138,8 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
   const double it = r.iteration_time_s;
   out << "tessera: " << job.info.model << " on " << platform.name << " (" << platform.gpu_count()
       << " x " << platform.gpu.name << ")"
-      << (r.fidelity == platforms::Fidelity::Flow ? ", flow fidelity" : "") << "\n";
+      << (r.fidelity != platforms::Fidelity::Packet ? std::string(", ") + platforms::fidelity_name(r.fidelity) + " fidelity" : "")
+      << "\n";
   out << "  iteration time        " << format("%.3f ms", it * 1e3)
       << (r.iterations > 1 ? " (the mean of " + std::to_string(r.iterations) + " iterations)" : "") << "\n";
   const double samples = it > 0 ? double(job.info.global_batch) / it : 0;
@@ -156,6 +176,18 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
       out << (c ? ", " : "") << format("%.3f ms ", first.compute_by_cause[c] * 1e3) << labels[c];
     out << "\n";
   }
+  if (!r.ranks.empty()) {
+    const auto mean = mean_time_by_cause(r);
+    const char* labels[] = {"compute", "TP", "CP/EP", "pipeline bubble", "DP/ZeRO", "optimizer", "idle"};
+    out << "  time by cause         ";
+    for (int c = 0; c < models::kTimeCauses; ++c)
+      out << (c ? ", " : "") << format("%.3f ms ", mean[c] * 1e3) << labels[c];
+    out << " (mean over GPUs)\n";
+  }
+  if (r.fidelity == platforms::Fidelity::Analytic)
+    out << "  analytic model        " << r.classes << " of " << r.ranks.size() << " ranks costed"
+        << (static_cast<size_t>(r.classes) < r.ranks.size() ? " (the others are equivalent to one of them)" : "") << ", "
+        << format("%.3f s", r.wall_s) << format(" (%.3f s of CPU)", r.cpu_s) << "\n";
   double busiest = 0;
   std::string busiest_name;
   for (const LinkResult& l : r.links)
@@ -204,6 +236,22 @@ ordered_json trace_json(const platforms::PlatformConfig& platform, const workloa
                         {"dur", (s.end - s.start).to_seconds() * 1e6},
                         {"args", args}});
     }
+  }
+  // A lane per cause: when the rank's time went to it (models::TimeCause).
+  const int cause_tid = static_cast<int>(job.stream_names.size());
+  for (const RankResult& rr : r.ranks) {
+    if (rr.cause_spans.empty()) continue;
+    for (int c = 0; c < models::kTimeCauses; ++c)
+      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", rr.rank}, {"tid", cause_tid + c},
+                        {"args", {{"name", std::string("cause: ") + models::to_string(static_cast<models::TimeCause>(c))}}}});
+    for (const models::CauseSpan& span : rr.cause_spans)
+      events.push_back({{"name", models::to_string(span.cause)},
+                        {"cat", "cause"},
+                        {"ph", "X"},
+                        {"pid", rr.rank},
+                        {"tid", cause_tid + static_cast<int>(span.cause)},
+                        {"ts", span.start_s * 1e6},
+                        {"dur", (span.end_s - span.start_s) * 1e6}});
   }
   const int fabric_pid = platform.gpu_count();
   events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", fabric_pid},

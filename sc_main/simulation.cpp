@@ -3,11 +3,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 
+#include "analytic/iteration.h"
 #include "models/collectives/tuner.h"
 #include "models/gpu/program_graph.h"
 #include "tlm/payload_pool.h"
@@ -50,19 +53,33 @@ class TerminalProgress : public models::ProgressMonitor {
   std::chrono::steady_clock::time_point last_;
 };
 
+void check_program_choices(const workloads::Job& job, const workloads::Program& program, std::vector<bool>& seen);
+
 // Per-op algorithm names must be known before the run, not fail inside it.
 void check_collective_choices(const workloads::Job& job) {
   std::vector<bool> seen(job.names.size(), false);
+  std::set<const workloads::Program*> programs;  // ranks share programs: each once
   for (const workloads::Rank& rank : job.ranks)
-    for (const workloads::Op& op : rank.program->ops) {
-      if (op.kind != workloads::OpKind::Collective || op.algorithm == 0 || seen[op.algorithm]) continue;
-      seen[op.algorithm] = true;
-      models::CollectiveAlgorithm a;
-      models::CollectiveProtocol p;
-      if (!models::parse_algorithm_choice(job.names[op.algorithm], a, p))
-        throw std::invalid_argument("op '" + job.op_name(op) + "' names an unknown collective algorithm '" +
-                                    job.names[op.algorithm] + "'");
-    }
+    if (programs.insert(rank.program.get()).second) check_program_choices(job, *rank.program, seen);
+}
+
+void check_program_choices(const workloads::Job& job, const workloads::Program& program, std::vector<bool>& seen) {
+  for (const workloads::Op& op : program.ops) {
+    if (op.kind != workloads::OpKind::Collective || op.algorithm == 0 || seen[op.algorithm]) continue;
+    seen[op.algorithm] = true;
+    models::CollectiveAlgorithm a;
+    models::CollectiveProtocol p;
+    if (!models::parse_algorithm_choice(job.names[op.algorithm], a, p))
+      throw std::invalid_argument("op '" + job.op_name(op) + "' names an unknown collective algorithm '" +
+                                  job.names[op.algorithm] + "'");
+  }
+}
+
+// CPU time of the calling thread (what a run costs, whatever else the machine runs).
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
 }
 
 // Times over `iterations` iterations as the mean of one.
@@ -75,6 +92,7 @@ void per_iteration(SimulationResult& r, uint64_t iterations) {
                       &rank.overlapped_communication_s, &rank.idle_s})
       *t /= n;
     for (double& t : rank.compute_by_cause) t /= n;
+    for (double& t : rank.time_by_cause) t /= n;
   }
   for (LinkResult& link : r.links) link.busy_s /= n;
 }
@@ -142,6 +160,8 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
     rr.overlapped_communication_s = seconds(gpu.activity().overlapped_communication());
     rr.idle_s = seconds(gpu.activity().idle());
     rr.compute_by_cause = gpu.activity().compute_by_cause();
+    rr.time_by_cause = gpu.activity().causes().seconds();
+    rr.cause_spans = gpu.activity().causes().spans();
     rr.ops = gpu.command_processor().completed_ops();
     rr.bytes_sent = gpu.collectives().bytes_injected();
     rr.bytes_received = gpu.collectives().bytes_received();
@@ -219,7 +239,54 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
   return result;
 }
 
+SimulationResult cost_analytically(const platforms::PlatformConfig& platform,
+                                   const platforms::RoutedTopology& topology,
+                                   const workloads::Job& job, const SimulationOptions& options) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const double cpu_start = thread_cpu_seconds();
+  check_collective_choices(job);  // (the caller has validated the job)
+  analytic::AnalyticOptions a;
+  a.costs.kernel_timer = options.kernel_timer;
+  a.costs.collectives = options.collectives;
+  a.costs.collectives.chunk_bytes = options.chunk_bytes;
+  a.trace = options.trace;
+  analytic::AnalyticResult r = analytic::cost_iteration(platform, topology, job, a);
+  SimulationResult result;
+  result.fidelity = platforms::Fidelity::Analytic;
+  result.iteration_time_s = r.iteration_time_s;
+  result.ranks.reserve(r.ranks.size());
+  for (analytic::RankCost& c : r.ranks) {
+    RankResult rr;
+    rr.rank = c.rank;
+    rr.finish_s = c.finish_s;
+    rr.compute_s = c.compute_s;
+    rr.exposed_communication_s = c.exposed_communication_s;
+    rr.overlapped_communication_s = c.overlapped_communication_s;
+    rr.idle_s = c.idle_s;
+    rr.compute_by_cause = c.compute_by_cause;
+    rr.time_by_cause = c.time_by_cause;
+    rr.cause_spans = std::move(c.cause_spans);
+    rr.ops = c.ops;
+    rr.bytes_sent = static_cast<uint64_t>(c.bytes_sent);
+    rr.bytes_received = static_cast<uint64_t>(c.bytes_received);
+    rr.spans = std::move(c.spans);
+    result.ranks.push_back(std::move(rr));
+  }
+  result.classes = r.classes;
+  if (r.deadlocked) {
+    result.deadlocked = true;
+    StuckOp s;
+    s.what = r.deadlock;
+    result.stuck.push_back(std::move(s));
+  }
+  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  result.cpu_s = thread_cpu_seconds() - cpu_start;
+  return result;
+}
+
 std::string describe_deadlock(const SimulationResult& result) {
+  if (result.fidelity == platforms::Fidelity::Analytic && !result.stuck.empty())
+    return "the program cannot finish: " + result.stuck.front().what + ".";
   std::ostringstream out;
   out << "the program cannot finish:";
   for (const StuckOp& s : result.stuck) {

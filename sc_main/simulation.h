@@ -38,6 +38,9 @@ struct RankResult {
   double overlapped_communication_s = 0;
   double idle_s = 0;
   std::array<double, models::kComputeCauses> compute_by_cause{};  // seconds, by ComputeCause
+  // The iteration by cause (models::TimeCause), seconds: adds up to the iteration time.
+  std::array<double, models::kTimeCauses> time_by_cause{};
+  std::vector<models::CauseSpan> cause_spans;  // when tracing
   uint64_t ops = 0;
   uint64_t bytes_sent = 0;
   uint64_t bytes_received = 0;
@@ -76,11 +79,20 @@ struct SimulationResult {
   uint64_t flows = 0;          // flow fidelity: flows started
   platforms::Fidelity fidelity = platforms::Fidelity::Packet;
   uint64_t payloads_created = 0;
+  int classes = 0;             // analytic fidelity: ranks costed (one per class of equivalent ranks)
   double wall_s = 0;
+  double cpu_s = 0;            // analytic fidelity: CPU time of the model
 };
 
 SimulationResult simulate(const platforms::PlatformConfig& platform, const workloads::Job& job,
                           const SimulationOptions& options);
+
+// Analytic fidelity (analytic/iteration.h): the same job costed without simulation, in the
+// simulation's result type (no links). `topology`: the platform's routes (point-to-point
+// transfers take their paths). A job that cannot finish is `deadlocked`, its line in `stuck`.
+SimulationResult cost_analytically(const platforms::PlatformConfig& platform,
+                                   const platforms::RoutedTopology& topology,
+                                   const workloads::Job& job, const SimulationOptions& options);
 
 // One line per stuck rank, for the error message of a run that cannot finish.
 std::string describe_deadlock(const SimulationResult& result);

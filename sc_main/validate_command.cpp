@@ -57,7 +57,7 @@ po::options_description validate_options(ValidateSettings& s) {
       ("platform", po::value(&s.defaults.platform)->default_value("dgx-a100"), "platform of rows without a platform column")
       ("framework", po::value(&s.defaults.framework)->default_value("megatron-2021"),
        "framework of rows without a framework column (the tables are Megatron-LM's of 2021-2022)")
-      ("fidelity", po::value(&s.defaults.fidelity)->default_value("auto"), "packet, flow or auto, as in tessera run")
+      ("fidelity", po::value(&s.defaults.fidelity)->default_value("auto"), "packet, flow, analytic or auto, as in tessera run")
       ("calibration", po::value(&s.calibration), "a measured kernel table for every case (tessera calibrate)");
   return d;
 }

@@ -45,20 +45,8 @@ CommunicatorShape CollectiveEngine::shape(int communicator) const {
 }
 
 Choice CollectiveEngine::choice(const protocol::CollectiveEvent& e) const {
-  const CommunicatorShape& s = shapes_[e.communicator];
-  const uint64_t bytes = std::max<uint64_t>(e.bytes, e.kind == CollectiveOp::Barrier ? s.ranks : 1);
-  // The call's own algorithm/protocol must run; the engine-wide ones apply where they can.
-  CollectiveAlgorithm a = e.algorithm;
-  CollectiveProtocol p = e.protocol;
-  if (a == CollectiveAlgorithm::Automatic &&
-      tuner_.unsupported(e.kind, config_.algorithm, p == CollectiveProtocol::Automatic ? config_.protocol : p, s).empty())
-    a = config_.algorithm;
-  if (p == CollectiveProtocol::Automatic &&
-      tuner_.unsupported(e.kind, a, config_.protocol, s).empty())
-    p = config_.protocol;
-  Choice c = tuner_.choose(e.kind, bytes, s, a, p);
-  if (config_.channels > 0) c.channels = config_.channels;
-  return c;
+  return choose_call(tuner_, e.kind, e.bytes, shapes_[e.communicator], e.algorithm, e.protocol,
+                     config_.algorithm, config_.protocol, config_.channels);
 }
 
 tlm::tlm_sync_enum CollectiveEngine::nb_transport_fw(tlm::tlm_generic_payload& gp,

@@ -621,4 +621,18 @@ Choice Tuner::choose(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s
   return best;
 }
 
+Choice choose_call(const Tuner& tuner, CollectiveOp op, uint64_t bytes, const CommunicatorShape& s,
+                   CollectiveAlgorithm a, CollectiveProtocol p, CollectiveAlgorithm engine_algorithm,
+                   CollectiveProtocol engine_protocol, int channels) {
+  bytes = std::max<uint64_t>(bytes, op == CollectiveOp::Barrier ? uint64_t(s.ranks) : 1);
+  if (a == CollectiveAlgorithm::Automatic &&
+      tuner.unsupported(op, engine_algorithm, p == CollectiveProtocol::Automatic ? engine_protocol : p, s).empty())
+    a = engine_algorithm;
+  if (p == CollectiveProtocol::Automatic && tuner.unsupported(op, a, engine_protocol, s).empty())
+    p = engine_protocol;
+  Choice c = tuner.choose(op, bytes, s, a, p);
+  if (channels > 0) c.channels = channels;
+  return c;
+}
+
 }  // namespace tessera::models

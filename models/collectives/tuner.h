@@ -244,6 +244,15 @@ class Tuner {
   FabricFacts fabric_;
 };
 
+// What a collective call runs, as every member's engine decides it: the call's own algorithm
+// and protocol must run (call_*; Automatic: none named), the engine-wide ones (engine_*) apply
+// where they can, else the tuner's fastest; `channels` > 0 forces the channel count. A barrier
+// moves one byte per member.
+Choice choose_call(const Tuner& tuner, CollectiveOp op, uint64_t bytes, const CommunicatorShape& shape,
+                   CollectiveAlgorithm call_algorithm, CollectiveProtocol call_protocol,
+                   CollectiveAlgorithm engine_algorithm, CollectiveProtocol engine_protocol,
+                   int channels = 0);
+
 // Depth of the in-order binary tree NCCL builds over n ranks (hops from root to deepest leaf).
 int binary_tree_depth(int n);
 // The in-order binary tree over positions 0..n-1 (NCCL's btree shape): parent (-1 at the root)

@@ -27,8 +27,10 @@ ComputeCause cause_of_kernel(uint8_t kernel_kind) {
   }
 }
 
-void GpuActivity::change(int compute, int communication) {
+void GpuActivity::change(int compute, int communication, TimeCause cause) {
   const sc_core::sc_time now = sc_core::sc_time_stamp();
+  if (compute + communication > 0) ledger_.begin(now.to_seconds(), cause);
+  else ledger_.end(now.to_seconds(), cause);
   const sc_core::sc_time elapsed = now - last_;
   if (computing_ > 0) {
     compute_ += elapsed;
@@ -44,6 +46,7 @@ void GpuActivity::change(int compute, int communication) {
 }
 
 void GpuActivity::close(sc_core::sc_time end) {
+  ledger_.close(end.to_seconds());
   if (end > last_) {
     const sc_core::sc_time elapsed = end - last_;
     if (computing_ > 0) compute_ += elapsed;

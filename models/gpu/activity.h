@@ -8,6 +8,8 @@
 
 #include <systemc>
 
+#include "models/gpu/time_causes.h"
+
 namespace tessera::models {
 
 // What compute time went to, for the report's breakdown (docs/architecture.md): GEMMs, the
@@ -28,10 +30,14 @@ struct OpSpan {
 
 class GpuActivity {
  public:
-  void compute_begin() { change(1, 0); }
-  void compute_end() { change(-1, 0); }
-  void communication_begin() { change(0, 1); }
-  void communication_end() { change(0, -1); }
+  // A kernel (of `cause`: compute or optimizer) starts or ends.
+  void compute_begin(TimeCause cause = TimeCause::Compute) { change(1, 0, cause); }
+  void compute_end(TimeCause cause = TimeCause::Compute) { change(-1, 0, cause); }
+  // A collective or send/receive of `cause` is issued or completes.
+  void communication_begin(TimeCause cause = TimeCause::DataParallel) { change(0, 1, cause); }
+  void communication_end(TimeCause cause = TimeCause::DataParallel) { change(0, -1, cause); }
+  // The iteration's time by cause (time_causes.h), adding up to the time closed.
+  const TimeLedger& causes() const { return ledger_; }
 
   // A kernel of `kernel_kind` (workloads::KernelKind) ran `device_s`, and waited `host_s` for
   // the host to launch it.
@@ -51,7 +57,10 @@ class GpuActivity {
   sc_core::sc_time idle() const { return idle_; }
 
   // Op spans for the trace; recorded only when enabled.
-  void enable_spans() { record_spans_ = true; }
+  void enable_spans() {
+    record_spans_ = true;
+    ledger_.enable_spans();
+  }
   bool spans_enabled() const { return record_spans_; }
   void span(uint32_t op, sc_core::sc_time start, sc_core::sc_time end) {
     if (record_spans_) spans_.push_back(OpSpan{op, start, end});
@@ -59,7 +68,7 @@ class GpuActivity {
   const std::vector<OpSpan>& spans() const { return spans_; }
 
  private:
-  void change(int compute, int communication);
+  void change(int compute, int communication, TimeCause cause);
 
   int computing_ = 0;
   int communicating_ = 0;
@@ -68,6 +77,7 @@ class GpuActivity {
   std::array<double, kComputeCauses> by_cause_{};
   bool record_spans_ = false;
   std::vector<OpSpan> spans_;
+  TimeLedger ledger_;
 };
 
 }  // namespace tessera::models

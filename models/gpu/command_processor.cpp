@@ -10,6 +10,26 @@ namespace tessera::models {
 using sc_core::sc_time;
 using workloads::OpKind;
 
+void fill_compute_event(protocol::ComputeEvent& e, const workloads::Job& job, int rank,
+                        uint32_t index, const workloads::Op& op) {
+  e.name = &job.names[op.name];
+  e.rank = static_cast<uint32_t>(rank);
+  e.op = index;
+  e.stream = op.stream;
+  e.phase = static_cast<uint8_t>(op.phase);
+  e.dtype = static_cast<uint8_t>(op.dtype);
+  e.flops = op.flops;
+  e.bytes = op.bytes;
+  e.gemm_m = op.gemm.m;
+  e.gemm_n = op.gemm.n;
+  e.gemm_k = op.gemm.k;
+  e.gemm_batch = op.gemm.batch;
+  e.kind = static_cast<uint8_t>(op.kernel);
+  e.kernels = op.kernels;
+  e.elements = op.elements;
+  e.memory_copy = op.kind == OpKind::MemCopy;
+}
+
 CommandProcessor::CommandProcessor(sc_core::sc_module_name name, protocol::PayloadPool& pool,
                                    GpuActivity& activity)
     : sc_module(name), to_compute("to_compute"), to_copy("to_copy"),
@@ -58,22 +78,7 @@ void CommandProcessor::issue(uint32_t index) {
   protocol::InitiatorSocket<CommandProcessor>* socket = &to_compute;
   if (op.kind == OpKind::Compute || op.kind == OpKind::MemCopy) {
     protocol::ComputeEvent& e = protocol::compute_event(*gp);
-    e.name = &job_->names[op.name];
-    e.rank = static_cast<uint32_t>(rank_->rank);
-    e.op = index;
-    e.stream = op.stream;
-    e.phase = static_cast<uint8_t>(op.phase);
-    e.dtype = static_cast<uint8_t>(op.dtype);
-    e.flops = op.flops;
-    e.bytes = op.bytes;
-    e.gemm_m = op.gemm.m;
-    e.gemm_n = op.gemm.n;
-    e.gemm_k = op.gemm.k;
-    e.gemm_batch = op.gemm.batch;
-    e.kind = static_cast<uint8_t>(op.kernel);
-    e.kernels = op.kernels;
-    e.elements = op.elements;
-    e.memory_copy = op.kind == OpKind::MemCopy;
+    fill_compute_event(e, *job_, rank_->rank, index, op);
     if (e.memory_copy) socket = &to_copy;
   } else {
     protocol::CollectiveEvent& e = protocol::collective_event(*gp);
@@ -99,7 +104,7 @@ void CommandProcessor::issue(uint32_t index) {
       e.peer = rank_->peers[op.slot];
     }
     socket = &to_collectives;
-    activity_.communication_begin();
+    activity_.communication_begin(cause_of_op(*job_, *rank_, op));
   }
   tlm::tlm_phase phase = tlm::BEGIN_REQ;
   sc_time delay = sc_core::SC_ZERO_TIME;
@@ -110,9 +115,10 @@ tlm::tlm_sync_enum CommandProcessor::nb_transport_bw(tlm::tlm_generic_payload& g
                                                      tlm::tlm_phase& phase, sc_time&) {
   if (phase != tlm::BEGIN_RESP) return tlm::TLM_ACCEPTED;  // END_REQ
   const uint32_t index = static_cast<uint32_t>(gp.get_address());
-  const OpKind kind = rank_->program->ops[index].kind;
+  const workloads::Op& op = rank_->program->ops[index];
+  const OpKind kind = op.kind;
   if (kind != OpKind::Compute && kind != OpKind::MemCopy) {
-    activity_.communication_end();
+    activity_.communication_end(cause_of_op(*job_, *rank_, op));
     activity_.span(index, issued_at_[index], sc_core::sc_time_stamp());
   }
   gp.release();

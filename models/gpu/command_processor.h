@@ -14,6 +14,7 @@
 
 #include "models/gpu/activity.h"
 #include "models/gpu/program_graph.h"
+#include "tlm/extensions.h"
 #include "tlm/payload_pool.h"
 #include "tlm/sockets.h"
 #include "workloads/program.h"
@@ -26,6 +27,11 @@ class ProgressMonitor {
   virtual ~ProgressMonitor() = default;
   virtual void op_completed() = 0;
 };
+
+// The compute event of compute or copy op `index` of `rank`'s program: what the compute engine
+// and the compute model (KernelTimer) see of it.
+void fill_compute_event(protocol::ComputeEvent& e, const workloads::Job& job, int rank,
+                        uint32_t index, const workloads::Op& op);
 
 class CommandProcessor : public sc_core::sc_module {
  public:

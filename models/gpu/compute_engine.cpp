@@ -24,16 +24,20 @@ std::string ComputeEngine::describe(const protocol::ComputeEvent& k) const {
          limits::shown(k.bytes) + " bytes)";
 }
 
-sc_time ComputeEngine::kernel_time(const protocol::ComputeEvent& k) const {
+double roofline_seconds(const GpuSpec& spec, const protocol::ComputeEvent& k, bool copy_engine) {
+  const HbmMemory hbm(0, spec.hbm_bandwidth_gbps * 1e9, spec.hbm_efficiency);
   double seconds;
-  if (copy_engine_ || k.memory_copy) {
-    seconds = hbm_.transfer_seconds(2.0 * k.bytes);  // read and write
+  if (copy_engine || k.memory_copy) {
+    seconds = hbm.transfer_seconds(2.0 * k.bytes);  // read and write
   } else {
-    const double peak = spec_.peak_tflops[k.dtype] * 1e12 * spec_.compute_efficiency;
-    seconds = std::max(k.flops / peak, hbm_.transfer_seconds(k.bytes));
+    const double peak = spec.peak_tflops[k.dtype] * 1e12 * spec.compute_efficiency;
+    seconds = std::max(k.flops / peak, hbm.transfer_seconds(k.bytes));
   }
-  seconds += spec_.kernel_overhead_us * 1e-6;
-  return protocol::delay_after_now(seconds, [&] { return describe(k); });
+  return seconds + spec.kernel_overhead_us * 1e-6;
+}
+
+sc_time ComputeEngine::kernel_time(const protocol::ComputeEvent& k) const {
+  return protocol::delay_after_now(roofline_seconds(spec_, k, copy_engine_), [&] { return describe(k); });
 }
 
 tlm::tlm_sync_enum ComputeEngine::nb_transport_fw(tlm::tlm_generic_payload& gp,
@@ -50,8 +54,8 @@ void ComputeEngine::start_next() {
   if (queue_.empty()) return;
   running_ = queue_.pop();
   started_ = progress_at_ = sc_core::sc_time_stamp();
-  if (!copy_engine_) activity_.compute_begin();
   const protocol::ComputeEvent& kernel = protocol::compute_event(*running_);
+  if (!copy_engine_) activity_.compute_begin(compute_cause(static_cast<workloads::ComputePhase>(kernel.phase)));
   sc_time full;
   host_share_ = 0;
   if (timer_ != nullptr && !copy_engine_ && !kernel.memory_copy) {
@@ -89,7 +93,7 @@ void ComputeEngine::kernel_done() {
   tlm::tlm_generic_payload* gp = running_;
   running_ = nullptr;
   if (!copy_engine_) {
-    activity_.compute_end();
+    activity_.compute_end(compute_cause(static_cast<workloads::ComputePhase>(protocol::compute_event(*gp).phase)));
     const double elapsed = (sc_core::sc_time_stamp() - started_).to_seconds();
     activity_.kernel_finished(protocol::compute_event(*gp).kind, elapsed * (1 - host_share_),
                               elapsed * host_share_);

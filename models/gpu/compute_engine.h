@@ -16,6 +16,10 @@
 
 namespace tessera::models {
 
+// The roofline time of a kernel (a copy: its bytes read and written at HBM speed) on an idle
+// GPU of `spec`, seconds, with the kernel overhead.
+double roofline_seconds(const GpuSpec& spec, const protocol::ComputeEvent& kernel, bool copy_engine);
+
 class ComputeEngine : public sc_core::sc_module {
  public:
   protocol::TargetSocket<ComputeEngine> socket;

@@ -67,6 +67,13 @@ TEST(Cli, ReportHasUnitsInKeysAndIsByteIdenticalAcrossRuns) {
                        rank["exposed_communication_time_s"].get<double>() +
                        rank["idle_time_s"].get<double>();
   EXPECT_NEAR(parts, j["iteration_time_s"].get<double>(), 1e-9);
+  // The iteration by cause, per rank and as the mean over ranks: each adds up to the time.
+  for (const auto* causes : {&rank["time_by_cause_s"], &j["time_by_cause_s"]}) {
+    double sum = 0;
+    for (const auto& [cause, seconds] : causes->items()) sum += seconds.get<double>();
+    EXPECT_EQ(causes->size(), 7u);
+    EXPECT_NEAR(sum, j["iteration_time_s"].get<double>(), 1e-9);
+  }
   EXPECT_GT(j["links"].size(), 0u);
 }
 
@@ -74,13 +81,15 @@ TEST(Cli, TraceHasATrackPerGpuStreamAndLinkCounters) {
   const std::string t = temp_dir() + "/trace.json";
   ASSERT_EQ(tessera("run --layers 2 --trace " + t).status, 0);
   const auto j = nlohmann::json::parse(read_file(t));
-  int threads = 0, complete = 0, counters = 0;
+  int threads = 0, complete = 0, counters = 0, causes = 0;
   for (const auto& e : j["traceEvents"]) {
     if (e["ph"] == "M" && e["name"] == "thread_name") ++threads;
     if (e["ph"] == "X") ++complete;
     if (e["ph"] == "C") ++counters;
+    if (e.value("cat", "") == "cause") ++causes;
   }
-  EXPECT_EQ(threads, 8 * 2);  // compute and dp_comm on each of 8 GPUs
+  EXPECT_EQ(threads, 8 * (2 + 7));  // compute and dp_comm, and a lane per cause, on each of 8 GPUs
+  EXPECT_GE(causes, 8 * 2);         // at least compute and the optimizer on each
   EXPECT_GT(complete, 8 * 20);
   EXPECT_GT(counters, 16);
 }

@@ -31,6 +31,13 @@ struct Case {
 inline const std::vector<Case>& catalogue() {
   static const std::vector<Case> cases = {
       // --- 1. SystemC dumps and crashes -----------------------------------------------------
+      {"AnalyticWithIterations", "run --fidelity analytic --iterations 2", 2, "--iterations 2: analytic fidelity costs one iteration"},
+      {"AnalyticCollective", "collective --fidelity analytic", 2, "--fidelity: unknown fidelity 'analytic' (packet or flow)"},
+      {"AnalyzeWithoutAnalysis", "analyze --layers 1", 2, "tessera analyze: name an analysis (--sensitivity, --symbolic)"},
+      {"ConfirmWithoutSensitivity", "analyze --symbolic --confirm", 2, "--confirm: confirms --sensitivity; add it"},
+      {"AnalyzeStepZero", "analyze --sensitivity --step 0", 2, "--step: must be a number in [0.0001, 0.5], got 0"},
+      {"AnalyzeWithReport", "analyze --sensitivity --report out.json", 2, "--report: does not apply to tessera analyze"},
+      {"AnalyzeStepNan", "analyze --sensitivity --step nan", 2, "--step: must be a number in [0.0001, 0.5], got nan"},
       {"MultiNodeWithoutNetworkRun", "run --platform pcie-8gpu --nodes 2 -q", 2, "--nodes: 2 nodes, but network.topology is none"},
       {"MultiNodeWithoutNetworkDescribe", "describe --platform pcie-8gpu --nodes 2", 2, "network.topology is none"},
       {"MultiNodeWithoutNetworkCollective", "collective --platform pcie-8gpu --nodes 2", 2, "network.topology is none"},
@@ -158,7 +165,7 @@ inline const std::vector<Case>& catalogue() {
       {"UnknownOption", "run --nodez 2", 2, "unrecognised option '--nodez'"},
       {"MissingValue", "run --nodes", 2, "the required argument for option '--nodes' is missing"},
       {"NodesNotANumber", "run --nodes two", 2, "the argument ('two') for option '--nodes' is invalid"},
-      {"UnknownFidelity", "run --fidelity exact", 2, "--fidelity: unknown fidelity 'exact'"},
+      {"UnknownFidelity", "run --fidelity exact", 2, "--fidelity: unknown fidelity 'exact' (packet, flow, analytic or auto)"},
       {"UnknownAlgorithm", "run --collective-algorithm best", 2, "--collective-algorithm: unknown algorithm 'best'"},
       {"GpusPerNodeZero", "run --gpus-per-node 0", 2, "--gpus-per-node: must be an integer in [1, 1024], got 0"},
       {"GpusPerNodeNotDividing", "run --gpus-per-node 3", 2, "--gpus-per-node must divide the 8 GPUs"},

@@ -1,0 +1,490 @@
+#include "analytic/iteration.h"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <memory>
+#include <queue>
+#include <tuple>
+#include <unordered_map>
+
+#include "analytic/rank_classes.h"
+#include "models/gpu/program_graph.h"
+
+namespace tessera::analytic {
+namespace {
+
+using workloads::OpKind;
+
+// Compute, exposed and overlapped communication and idle time, as models::GpuActivity keeps
+// them, on the analytic clock.
+struct Activity {
+  int computing = 0, communicating = 0;
+  double last = 0, compute = 0, exposed = 0, overlapped = 0, idle = 0;
+  models::TimeLedger causes;
+  void change(double now, int dc, int dm, models::TimeCause cause) {
+    if (dc + dm > 0) causes.begin(now, cause);
+    else if (dc + dm < 0) causes.end(now, cause);
+    const double elapsed = now - last;
+    if (computing > 0) {
+      compute += elapsed;
+      if (communicating > 0) overlapped += elapsed;
+    } else if (communicating > 0) {
+      exposed += elapsed;
+    } else {
+      idle += elapsed;
+    }
+    last = now;
+    computing += dc;
+    communicating += dm;
+  }
+};
+
+// The op whose end an op's start waited for (critical path): class and op, class -1 for none.
+struct Binder {
+  int32_t cls = -1;
+  uint32_t op = 0;
+};
+
+// What the walk needs of each op of a program, in one compact array made in one pass over the
+// program (the walk then reads 24 bytes per compute op instead of the op itself).
+struct OpSummary {
+  double seconds = 0;     // a compute op: its kernel time on an idle GPU
+  double host_share = 0;  // of which the host's launch wait
+  OpKind kind = OpKind::Compute;
+  models::TimeCause cause = models::TimeCause::Compute;  // a compute op: compute or optimizer
+  models::ComputeCause compute_cause = models::ComputeCause::Gemm;
+};
+
+// One representative rank being walked.
+struct RankState {
+  const workloads::Rank* rank = nullptr;
+  std::shared_ptr<const models::ProgramGraph> graph;
+  std::shared_ptr<const std::vector<OpSummary>> summary;
+  // Per op, together (one cache line holds several ops' state).
+  struct OpState {
+    uint32_t waits = 0;     // predecessors not done
+    uint32_t sequence = 0;  // collectives: call number on the communicator; p2p: per (peer class, tag)
+    uint16_t channels = 0;  // a collective, once joined: the SMs it holds
+    uint8_t finished = 0;
+  };
+  std::vector<OpState> op;
+  // Critical path (when asked for): per op, what made it ready, what its start waited for, and
+  // its end.
+  std::vector<Binder> ready_by, bound_by;
+  std::vector<double> end;
+  uint32_t last_kernel = 0, last_copy = 0;
+  uint64_t done = 0;
+  // The compute engine: one kernel at a time in arrival order.
+  std::deque<uint32_t> queue;
+  int64_t running = -1;
+  double remaining = 0, progress_at = 0, kernel_start = 0, host_share = 0;
+  uint32_t version = 0;
+  int sms = 0;
+  double share = 1.0;
+  double copy_free = 0;
+  Activity activity;
+  RankCost cost;
+};
+
+enum class EventKind : uint8_t { Ready, KernelDone, OpDone, SmsAcquired };
+
+struct Event {
+  double time;
+  uint64_t sequence;
+  uint32_t op;
+  uint32_t version;
+  int32_t cls;
+  EventKind kind;
+  bool operator>(const Event& o) const {
+    return time != o.time ? time > o.time : sequence > o.sequence;
+  }
+};
+
+struct Gathering {  // a collective call whose members are joining
+  int expected = 0, arrived = 0;
+  double ready = 0;
+  Binder last;  // the member that joined last
+  std::vector<std::pair<int, uint32_t>> members;  // (class, op)
+};
+
+class Walk {
+ public:
+  Walk(const platforms::PlatformConfig& platform, const platforms::RoutedTopology& topology,
+       const workloads::Job& job, const AnalyticOptions& options)
+      : job_(job), options_(options), costs_(platform, topology, job, options.costs),
+        sm_count_(std::max(1, platform.gpu.sm_count)), tracking_(options.critical_path) {
+    classes_ = rank_classes(job, costs_.shapes());
+  }
+
+  AnalyticResult run();
+
+ private:
+  void init_rank(int cls);
+  void push(double time, EventKind kind, int cls, uint32_t op, uint32_t version = 0) {
+    events_.push(Event{time, next_sequence_++, op, version, cls, kind});
+  }
+  void ready(int cls, uint32_t op, double now, Binder from = Binder{});
+  void collective_joined(int cls, uint32_t op, double now);
+  void send(int cls, uint32_t op, double now);
+  void receive(int cls, uint32_t op, double now);
+  void start_kernel(int cls, double now, Binder waited_for);
+  Binder ready_binder(int cls, uint32_t op) const {
+    return tracking_ ? ranks_[size_t(cls)].ready_by[op] : Binder{};
+  }
+  void bind(int cls, uint32_t op, Binder b) {
+    if (tracking_) ranks_[size_t(cls)].bound_by[op] = b;
+  }
+  std::vector<PathSegment> critical_path() const;
+  std::shared_ptr<const std::vector<OpSummary>> summarize(const workloads::Rank& rank);
+  void kernel_done(int cls, uint32_t op, double now);
+  void set_sms(int cls, int delta, double now);
+  void op_done(int cls, uint32_t op, double now);
+  int group(int communicator);
+  std::string describe_stuck() const;
+  // The cause a communication op is charged to (communicators' causes found once).
+  models::TimeCause cause(const workloads::Rank& rank, const workloads::Op& op) const {
+    if (op.kind != OpKind::Collective) return models::cause_of_op(job_, rank, op);
+    return communicator_causes_[size_t(rank.communicators[size_t(op.slot)])];
+  }
+  AnalyticResult collect();
+
+  const workloads::Job& job_;
+  const AnalyticOptions& options_;
+  OpCosts costs_;
+  const int sm_count_;
+  RankClasses classes_;
+  std::vector<RankState> ranks_;  // by class
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  uint64_t next_sequence_ = 0;
+  // Collectives meet by the members' (class, slot) set of their communicator and call number.
+  std::vector<int> group_of_communicator_;
+  std::vector<models::TimeCause> communicator_causes_;
+  std::map<std::vector<int64_t>, int> groups_;
+  std::vector<int> group_size_;
+  std::map<std::pair<int, uint32_t>, Gathering> gathering_;
+  // Point-to-point messages by (source class, destination class, tag, sequence).
+  using MessageKey = std::tuple<int, int, uint32_t, uint32_t>;
+  struct Sent {
+    double arrival = 0;  // of the last byte
+    double start = 0;
+    Binder send;
+  };
+  std::map<MessageKey, Sent> sent_;
+  std::map<MessageKey, std::pair<int, uint32_t>> posted_;     // a receive waiting for its send
+  std::map<MessageKey, double> posted_at_;
+  const bool tracking_;
+  Binder last_op_;  // the op that ended last
+};
+
+int Walk::group(int communicator) {
+  int& g = group_of_communicator_[size_t(communicator)];
+  if (g >= 0) return g;
+  std::vector<int64_t> members;
+  for (int m : job_.communicators[size_t(communicator)].ranks)
+    members.push_back(int64_t(classes_.of_rank[size_t(m)]) << 16 | slot_of(job_.ranks[size_t(m)], communicator));
+  std::sort(members.begin(), members.end());
+  members.erase(std::unique(members.begin(), members.end()), members.end());
+  const auto [it, inserted] = groups_.emplace(members, static_cast<int>(groups_.size()));
+  if (inserted) group_size_.push_back(static_cast<int>(members.size()));
+  return g = it->second;
+}
+
+void Walk::init_rank(int cls) {
+  RankState& s = ranks_[size_t(cls)];
+  s.rank = &job_.ranks[size_t(classes_.representative[size_t(cls)])];
+  s.cost.rank = s.rank->rank;
+  if (options_.trace) s.activity.causes.enable_spans();
+  const auto& ops = s.rank->program->ops;
+  s.op.resize(ops.size());
+  if (tracking_) {
+    s.ready_by.assign(ops.size(), Binder{});
+    s.bound_by.assign(ops.size(), Binder{});
+    s.end.assign(ops.size(), 0.0);
+  }
+  for (size_t i = 0; i < ops.size(); ++i) s.op[i].waits = s.graph->waits[i];
+  std::unordered_map<int, uint32_t> calls;
+  std::map<std::tuple<int, int, uint32_t>, uint32_t> messages;  // (kind, peer class, tag)
+  for (uint32_t i = 0; i < ops.size(); ++i) {
+    const workloads::Op& op = ops[i];
+    if (op.kind == OpKind::Collective) s.op[i].sequence = calls[s.rank->communicators[size_t(op.slot)]]++;
+    if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
+      const int peer = classes_.of_rank[size_t(s.rank->peers[size_t(op.slot)])];
+      s.op[i].sequence = messages[{int(op.kind), peer, op.tag}]++;
+    }
+    if (s.op[i].waits == 0) push(0.0, EventKind::Ready, cls, i);
+  }
+}
+
+void Walk::ready(int cls, uint32_t op, double now, Binder from) {
+  RankState& s = ranks_[size_t(cls)];
+  const OpKind kind = (*s.summary)[op].kind;
+  if (tracking_) s.ready_by[op] = from;
+  switch (kind) {
+    case OpKind::Compute:
+      s.queue.push_back(op);
+      if (s.running < 0) start_kernel(cls, now, from);
+      return;
+    case OpKind::MemCopy: {
+      const double start = std::max(now, s.copy_free);
+      bind(cls, op, s.copy_free > now ? Binder{cls, s.last_copy} : from);
+      s.last_copy = op;
+      s.copy_free = start + costs_.copy(*s.rank, op);
+      push(s.copy_free, EventKind::OpDone, cls, op);
+      if (options_.trace) s.cost.spans.push_back({op, sc_core::sc_time(start, sc_core::SC_SEC), sc_core::sc_time(s.copy_free, sc_core::SC_SEC)});
+      return;
+    }
+    default:
+      break;
+  }
+  s.activity.change(now, 0, 1, cause(*s.rank, s.rank->program->ops[op]));
+  if (kind == OpKind::Collective) collective_joined(cls, op, now);
+  else if (kind == OpKind::Send) send(cls, op, now);
+  else receive(cls, op, now);
+}
+
+void Walk::collective_joined(int cls, uint32_t op, double now) {
+  RankState& s = ranks_[size_t(cls)];
+  const workloads::Op& o = s.rank->program->ops[op];
+  const int communicator = s.rank->communicators[size_t(o.slot)];
+  const CollectiveCost cost = costs_.collective(*s.rank, o);
+  s.op[op].channels = static_cast<uint16_t>(std::min(cost.channels, 0xffff));
+  s.cost.bytes_sent += cost.member_bytes;
+  s.cost.bytes_received += cost.member_bytes;
+  // This member's kernels hold their SMs from the end of the launch until the call is done.
+  push(now + cost.launch_s, EventKind::SmsAcquired, cls, op);
+  const int g = group(communicator);
+  Gathering& gathering = gathering_[{g, s.op[op].sequence}];
+  gathering.expected = group_size_[size_t(g)];
+  if (gathering.members.empty() || now >= gathering.ready) gathering.last = Binder{cls, op};
+  gathering.ready = std::max(gathering.ready, now);
+  gathering.members.emplace_back(cls, op);
+  if (++gathering.arrived < gathering.expected) return;
+  const double end = gathering.ready + cost.seconds;
+  const Binder joined_last = ready_binder(gathering.last.cls, gathering.last.op);
+  for (const auto& [mc, mo] : gathering.members) {
+    bind(mc, mo, joined_last);
+    push(end, EventKind::OpDone, mc, mo);
+  }
+  gathering_.erase({g, s.op[op].sequence});
+}
+
+void Walk::send(int cls, uint32_t op, double now) {
+  RankState& s = ranks_[size_t(cls)];
+  const workloads::Op& o = s.rank->program->ops[op];
+  const int peer = s.rank->peers[size_t(o.slot)];
+  const TransferCost t = costs_.transfer(s.rank->rank, peer, o.message_bytes, o.tag);
+  s.cost.bytes_sent += double(o.message_bytes);
+  push(now + t.serialization_s, EventKind::OpDone, cls, op);
+  bind(cls, op, ready_binder(cls, op));
+  const MessageKey key{cls, classes_.of_rank[size_t(peer)], o.tag, s.op[op].sequence};
+  const double arrival = now + t.serialization_s + t.latency_s;
+  auto waiting = posted_.find(key);
+  if (waiting == posted_.end()) {
+    sent_[key] = Sent{arrival, now, Binder{cls, op}};
+    return;
+  }
+  const auto [rc, ro] = waiting->second;
+  const double posted = posted_at_[key];
+  bind(rc, ro, arrival > posted ? ready_binder(cls, op) : ready_binder(rc, ro));
+  push(std::max(posted, arrival), EventKind::OpDone, rc, ro);
+  posted_.erase(waiting);
+  posted_at_.erase(key);
+}
+
+void Walk::receive(int cls, uint32_t op, double now) {
+  RankState& s = ranks_[size_t(cls)];
+  const workloads::Op& o = s.rank->program->ops[op];
+  s.cost.bytes_received += double(o.message_bytes);
+  const MessageKey key{classes_.of_rank[size_t(s.rank->peers[size_t(o.slot)])], cls, o.tag, s.op[op].sequence};
+  auto arrived = sent_.find(key);
+  if (arrived != sent_.end()) {
+    const Sent& m = arrived->second;
+    bind(cls, op, m.arrival > now ? ready_binder(m.send.cls, m.send.op) : ready_binder(cls, op));
+    push(std::max(now, m.arrival), EventKind::OpDone, cls, op);
+    sent_.erase(arrived);
+    return;
+  }
+  posted_[key] = {cls, op};
+  posted_at_[key] = now;
+}
+
+void Walk::start_kernel(int cls, double now, Binder waited_for) {
+  RankState& s = ranks_[size_t(cls)];
+  if (s.queue.empty()) return;
+  const uint32_t op = s.queue.front();
+  s.queue.pop_front();
+  bind(cls, op, waited_for);
+  const OpSummary& u = (*s.summary)[op];
+  s.running = op;
+  s.remaining = u.seconds;
+  s.host_share = u.host_share;
+  s.progress_at = s.kernel_start = now;
+  s.activity.change(now, 1, 0, u.cause);
+  push(now + s.remaining / s.share, EventKind::KernelDone, cls, op, ++s.version);
+}
+
+void Walk::kernel_done(int cls, uint32_t op, double now) {
+  RankState& s = ranks_[size_t(cls)];
+  const OpSummary& u = (*s.summary)[op];
+  s.activity.change(now, -1, 0, u.cause);
+  const double elapsed = now - s.kernel_start;
+  s.cost.compute_by_cause[size_t(u.compute_cause)] += elapsed * (1 - s.host_share);
+  s.cost.compute_by_cause[size_t(models::ComputeCause::Framework)] += elapsed * s.host_share;
+  if (options_.trace) s.cost.spans.push_back({op, sc_core::sc_time(s.kernel_start, sc_core::SC_SEC), sc_core::sc_time(now, sc_core::SC_SEC)});
+  s.running = -1;
+  start_kernel(cls, now, Binder{cls, op});
+  op_done(cls, op, now);
+}
+
+// Collectives hold `sms` of the GPU's SMs: a running kernel goes on at the share left.
+void Walk::set_sms(int cls, int delta, double now) {
+  RankState& s = ranks_[size_t(cls)];
+  s.sms += delta;
+  const double share = std::clamp(double(std::max(0, sm_count_ - s.sms)) / sm_count_, 1e-3, 1.0);
+  if (share == s.share) return;
+  if (s.running >= 0) {
+    s.remaining = std::max(0.0, s.remaining - (now - s.progress_at) * s.share);
+    s.progress_at = now;
+    push(now + s.remaining / share, EventKind::KernelDone, cls, uint32_t(s.running), ++s.version);
+  }
+  s.share = share;
+}
+
+void Walk::op_done(int cls, uint32_t op, double now) {
+  RankState& s = ranks_[size_t(cls)];
+  const OpKind kind = (*s.summary)[op].kind;
+  if (kind == OpKind::Collective || kind == OpKind::Send || kind == OpKind::Recv) {
+    s.activity.change(now, 0, -1, cause(*s.rank, s.rank->program->ops[op]));
+    if (kind == OpKind::Collective) set_sms(cls, -s.op[op].channels, now);
+  }
+  ++s.done;
+  s.op[op].finished = 1;
+  if (tracking_) {
+    s.end[op] = now;
+    if (last_op_.cls < 0 || now >= ranks_[size_t(last_op_.cls)].end[last_op_.op]) last_op_ = Binder{cls, op};
+  }
+  s.cost.finish_s = std::max(s.cost.finish_s, now);
+  const models::ProgramGraph& g = *s.graph;
+  // Successors that become ready now start now (no event: the time does not move).
+  for (uint32_t k = g.successor_begin[op]; k < g.successor_begin[op + 1]; ++k)
+    if (--s.op[g.successors[k]].waits == 0) ready(cls, g.successors[k], now, Binder{cls, op});
+}
+
+AnalyticResult Walk::run() {
+  ranks_.resize(size_t(classes_.count()));
+  group_of_communicator_.assign(job_.communicators.size(), -1);
+  for (const workloads::Communicator& c : job_.communicators) communicator_causes_.push_back(models::communicator_cause(c.name));
+  std::unordered_map<const workloads::Program*, std::shared_ptr<const models::ProgramGraph>> graphs;
+  std::unordered_map<const workloads::Program*, std::shared_ptr<const std::vector<OpSummary>>> summaries;
+  for (int c = 0; c < classes_.count(); ++c) {
+    const workloads::Rank& rank = job_.ranks[size_t(classes_.representative[size_t(c)])];
+    auto& graph = graphs[rank.program.get()];
+    if (!graph) graph = std::make_shared<models::ProgramGraph>(*rank.program);
+    ranks_[size_t(c)].graph = graph;
+    auto& summary = summaries[rank.program.get()];
+    if (!summary) summary = summarize(rank);
+    ranks_[size_t(c)].summary = summary;
+    init_rank(c);
+  }
+  while (!events_.empty()) {
+    const Event e = events_.top();
+    events_.pop();
+    switch (e.kind) {
+      case EventKind::Ready: ready(e.cls, e.op, e.time); break;
+      case EventKind::KernelDone:
+        if (e.version == ranks_[size_t(e.cls)].version) kernel_done(e.cls, e.op, e.time);
+        break;
+      case EventKind::OpDone: op_done(e.cls, e.op, e.time); break;
+      case EventKind::SmsAcquired: set_sms(e.cls, ranks_[size_t(e.cls)].op[e.op].channels, e.time); break;
+    }
+  }
+  return collect();
+}
+
+std::string Walk::describe_stuck() const {
+  std::string out;
+  int shown = 0;
+  for (const RankState& s : ranks_) {
+    const auto& ops = s.rank->program->ops;
+    if (s.done == ops.size() || ++shown > 8) continue;
+    std::string line = "rank " + std::to_string(s.rank->rank) + ":";
+    std::vector<bool> seen(job_.stream_names.size(), false);
+    for (uint32_t i = 0; i < ops.size(); ++i) {
+      if (s.op[i].finished || seen[ops[i].stream]) continue;
+      seen[ops[i].stream] = true;
+      line += " [" + job_.stream_names[ops[i].stream] + "] op " + std::to_string(i) + " " +
+              workloads::to_string(ops[i].kind) + " " + job_.op_name(ops[i]);
+    }
+    out += (out.empty() ? "" : "; ") + line;
+  }
+  return out;
+}
+
+std::shared_ptr<const std::vector<OpSummary>> Walk::summarize(const workloads::Rank& rank) {
+  const auto& ops = rank.program->ops;
+  auto summary = std::make_shared<std::vector<OpSummary>>(ops.size());
+  for (uint32_t i = 0; i < ops.size(); ++i) {
+    OpSummary& u = (*summary)[i];
+    u.kind = ops[i].kind;
+    if (u.kind != OpKind::Compute) continue;
+    const models::KernelTime t = costs_.compute(rank, i);
+    u.seconds = t.total();
+    u.host_share = t.total() > 0 ? t.host_s / t.total() : 0;
+    u.cause = models::compute_cause(ops[i].phase);
+    u.compute_cause = models::cause_of_kernel(static_cast<uint8_t>(ops[i].kernel));
+  }
+  return summary;
+}
+
+std::vector<PathSegment> Walk::critical_path() const {
+  std::vector<PathSegment> path;
+  for (Binder b = last_op_; b.cls >= 0;) {
+    const RankState& s = ranks_[size_t(b.cls)];
+    const Binder before = s.bound_by[b.op];
+    const double start = before.cls >= 0 ? ranks_[size_t(before.cls)].end[before.op] : 0.0;
+    path.push_back(PathSegment{s.rank->rank, b.op, start, s.end[b.op]});
+    b = before;
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+AnalyticResult Walk::collect() {
+  AnalyticResult r;
+  r.classes = classes_.count();
+  for (const RankState& s : ranks_) {
+    r.iteration_time_s = std::max(r.iteration_time_s, s.cost.finish_s);
+    if (s.done != s.rank->program->ops.size()) r.deadlocked = true;
+  }
+  if (r.deadlocked) r.deadlock = describe_stuck();
+  else if (tracking_) r.critical_path = critical_path();
+  for (RankState& s : ranks_) {
+    s.activity.change(r.iteration_time_s, 0, 0, models::TimeCause::Idle);
+    s.activity.causes.close(r.iteration_time_s);
+    s.cost.time_by_cause = s.activity.causes.seconds();
+    s.cost.cause_spans = s.activity.causes.spans();
+    s.cost.compute_s = s.activity.compute;
+    s.cost.exposed_communication_s = s.activity.exposed;
+    s.cost.overlapped_communication_s = s.activity.overlapped;
+    s.cost.idle_s = s.activity.idle;
+    s.cost.ops = s.done;
+  }
+  r.ranks.resize(job_.ranks.size());
+  for (size_t k = 0; k < job_.ranks.size(); ++k) {
+    r.ranks[k] = ranks_[size_t(classes_.of_rank[k])].cost;
+    r.ranks[k].rank = static_cast<int>(k);
+  }
+  return r;
+}
+
+}  // namespace
+
+AnalyticResult cost_iteration(const platforms::PlatformConfig& platform,
+                              const platforms::RoutedTopology& topology, const workloads::Job& job,
+                              const AnalyticOptions& options) {
+  Walk walk(platform, topology, job, options);
+  return walk.run();
+}
+
+}  // namespace tessera::analytic

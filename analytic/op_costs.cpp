@@ -1,0 +1,136 @@
+#include "analytic/op_costs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "models/gpu/command_processor.h"
+#include "models/gpu/compute_engine.h"
+#include "platforms/platform.h"
+
+namespace tessera::analytic {
+namespace {
+
+models::TunerConfig tuner_config(const models::CollectiveEngineConfig& c) {
+  models::TunerConfig t = c.tuner;
+  t.chunk_bytes = c.chunk_bytes;
+  return t;
+}
+
+int engine_gpus_per_node(const models::CollectiveEngineConfig& c, const platforms::PlatformConfig& p) {
+  return c.gpus_per_node > 0 ? c.gpus_per_node : p.node.gpus;
+}
+
+}  // namespace
+
+double member_bytes(workloads::CollectiveKind kind, double bytes, int n) {
+  using workloads::CollectiveKind;
+  if (n <= 1) return 0;
+  const double share = double(n - 1) / n * bytes;
+  switch (kind) {
+    case CollectiveKind::AllReduce:
+    case CollectiveKind::Barrier: return 2 * share;
+    case CollectiveKind::Broadcast:
+    case CollectiveKind::Reduce: return bytes;
+    default: return share;
+  }
+}
+
+OpCosts::OpCosts(const platforms::PlatformConfig& platform, const platforms::RoutedTopology& topology,
+                 const workloads::Job& job, const CostOptions& options)
+    : platform_(platform), job_(job), options_(options),
+      tuner_(tuner_config(options.collectives), platforms::fabric_facts(platform)),
+      paths_(topology.graph, topology.routing,
+             sc_core::sc_time(platform.node.nics.message_overhead_ns, sc_core::SC_NS)) {
+  const int g = engine_gpus_per_node(options.collectives, platform);
+  shapes_.reserve(job.communicators.size());
+  for (const workloads::Communicator& c : job.communicators)
+    shapes_.push_back(models::communicator_shape(c.ranks, g, options.collectives.dimensions,
+                                                 tuner_.fabric().gpus_per_node));
+}
+
+size_t OpCosts::WorkHash::operator()(const std::vector<double>& v) const {
+  size_t h = v.size();
+  for (double x : v) h = h * 1000003u ^ std::hash<double>()(x);
+  return h;
+}
+
+size_t OpCosts::WorkHash::operator()(const KernelWork& w) const {
+  size_t h = std::hash<double>()(w.flops) * 1000003u ^ std::hash<double>()(w.bytes);
+  for (int64_t x : {w.m, w.n, w.k, w.batch, w.elements, int64_t(w.kernels), int64_t(w.kernel) << 8 | w.dtype})
+    h = h * 1000003u ^ std::hash<int64_t>()(x);
+  return h;
+}
+
+models::KernelTime OpCosts::compute(const workloads::Rank& rank, uint32_t index) {
+  const workloads::Op& op = rank.program->ops[index];
+  const KernelWork work{op.flops, op.bytes, op.gemm.m, op.gemm.n, op.gemm.k, op.gemm.batch, op.elements,
+                        op.kernels, static_cast<uint8_t>(op.kernel), static_cast<uint8_t>(op.dtype)};
+  if (by_name_.size() < job_.names.size()) by_name_.resize(job_.names.size());
+  Named& named = by_name_[op.name];
+  if (named.known && named.work == work) return named.time;
+  auto known = kernels_.find(work);
+  if (known == kernels_.end()) {
+    protocol::ComputeEvent e;
+    models::fill_compute_event(e, job_, rank.rank, index, op);
+    const models::KernelTime t = options_.kernel_timer
+                                     ? options_.kernel_timer->kernel_time(e)
+                                     : models::KernelTime{models::roofline_seconds(platform_.gpu, e, false), 0};
+    known = kernels_.emplace(work, t).first;
+  }
+  named = Named{work, known->second, true};
+  return known->second;
+}
+
+double OpCosts::copy(const workloads::Rank& rank, uint32_t index) const {
+  protocol::ComputeEvent e;
+  models::fill_compute_event(e, job_, rank.rank, index, rank.program->ops[index]);
+  return models::roofline_seconds(platform_.gpu, e, true);
+}
+
+CollectiveCost OpCosts::collective(const workloads::Rank& rank, const workloads::Op& op) {
+  const int communicator = rank.communicators[size_t(op.slot)];
+  key_.assign({double(communicator), double(op.collective), double(op.message_bytes), double(op.algorithm)});
+  auto known = collectives_.find(key_);
+  if (known != collectives_.end()) return known->second;
+  const models::CommunicatorShape& shape = shapes_[size_t(communicator)];
+  const models::CollectiveOp kind = models::collective_op(op.collective);
+  models::CollectiveAlgorithm a = models::CollectiveAlgorithm::Automatic;
+  models::CollectiveProtocol p = models::CollectiveProtocol::Automatic;
+  if (op.algorithm != 0) models::parse_algorithm_choice(job_.names[op.algorithm], a, p);
+  const models::CollectiveEngineConfig& engine = options_.collectives;
+  const models::Choice choice =
+      models::choose_call(tuner_, kind, op.message_bytes, shape, a, p, engine.algorithm, engine.protocol, engine.channels);
+  CollectiveCost c;
+  c.channels = choice.channels;
+  c.launch_s = tuner_.cost(choice.algorithm, choice.protocol).launch_us * 1e-6 +
+               tuner_.ring_fill(kind, choice.algorithm, choice.protocol, op.message_bytes, shape);
+  c.seconds = shape.ranks > 1 ? std::max(choice.predicted_s, c.launch_s) : c.launch_s;
+  c.member_bytes = member_bytes(op.collective, double(op.message_bytes), shape.ranks);
+  collectives_.emplace(key_, c);
+  return c;
+}
+
+TransferCost OpCosts::transfer(int source, int destination, uint64_t bytes, uint32_t tag) {
+  protocol::FabricTransfer t;
+  t.source = static_cast<uint32_t>(source);
+  t.destination = static_cast<uint32_t>(destination);
+  t.bytes = bytes;
+  t.flow = (uint64_t(uint32_t(destination)) << 32) | tag;  // as the engine keys a message
+  t.step = tag;
+  t.purpose = protocol::TransferPurpose::PointToPoint;
+  path_.clear();
+  paths_.path(t, path_);
+  TransferCost c;
+  double rate = std::numeric_limits<double>::infinity();
+  for (uint32_t l : path_) {
+    const models::FlowLink link = paths_.link(l);
+    c.latency_s += (link.timing.latency + link.hop_latency).to_seconds();
+    const double wire = link.timing.wire_bytes(bytes);
+    if (wire > 0) rate = std::min(rate, link.timing.bandwidth_bytes_per_s * double(std::max<uint64_t>(bytes, 1)) / wire);
+  }
+  if (std::isfinite(rate) && rate > 0) c.serialization_s = double(bytes) / rate;
+  return c;
+}
+
+}  // namespace tessera::analytic
