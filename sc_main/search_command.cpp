@@ -54,6 +54,7 @@ struct SearchSettings {
   int jobs = 1;
   std::string prune_fidelity, report, csv;
   std::vector<std::string> passed;  // model overrides and fixed strategy options, as run args
+  workloads::SpaceDimensions dims;  // as given (empty lists: the defaults)
 };
 
 po::options_description search_options(SearchSettings& s) {
@@ -131,6 +132,9 @@ bool parse(const std::vector<std::string>& args, SearchSettings& s, std::ostream
     if (vm.count(o.name)) s.passed.push_back("--" + o.name + "=" + vm[o.name].as<std::string>());
   for (const workloads::OptionInfo& o : workloads::strategy_options())
     if (!searched(o.name) && vm.count(o.name)) s.passed.push_back("--" + o.name + "=" + vm[o.name].as<std::string>());
+  s.dims = read_dimensions(s);
+  if (vm.count("global-batch"))
+    check_option("--global-batch", double(s.global_batch), limits::integers(1, limits::kMaxModelDimension));
   check_option("--top", double(s.top), limits::integers(1, 10000));
   check_option("--jobs", double(s.jobs), limits::integers(1, 256));
   if (s.prune_fidelity.empty()) s.prune_fidelity = fastest_fidelity();
@@ -287,23 +291,53 @@ std::string search_csv(const SearchOutcome& o) {
   return text;
 }
 
-SearchOutcome run_search(const SearchSettings& s, const po::variables_map& vm, const platforms::PlatformConfig& p,
-                         const RankGroup& ranks, std::ostream& err) {
-  workloads::ModelSpec model = workloads::load_model(s.model);
+void print_counts(std::ostream& out, const SearchSettings& s, const SearchOutcome& o) {
+  const workloads::SpaceWalk& w = o.walk;
+  out << "  " << w.enumerated << " candidates: " << w.redundant << " redundant, " << w.excluded << " excluded, "
+      << w.invalid_total() << " invalid, " << w.out_of_memory.size() << " out of memory, " << w.kept.size()
+      << " simulated in " << s.prune_fidelity << " fidelity";
+  if (o.failed) out << " (" << o.failed << " did not run)";
+  out << ", the best " << o.best.size() << " in flow fidelity\n";
+  std::vector<std::pair<size_t, std::string>> reasons;
+  for (const auto& [reason, n] : w.invalid) reasons.emplace_back(n, reason);
+  std::sort(reasons.rbegin(), reasons.rend());
+  for (size_t i = 0; i < reasons.size() && i < 5; ++i)
+    out << "    invalid " << reasons[i].first << ": " << reasons[i].second << "\n";
+}
+
+// The model with its overrides and the base strategy (framework, model file, fixed options).
+struct SearchWorkload {
+  workloads::ModelSpec model;
+  workloads::Strategy base;
+};
+
+SearchWorkload search_workload(const SearchSettings& s, const po::variables_map& vm) {
+  SearchWorkload w;
+  w.model = workloads::load_model(s.model);
   workloads::ModelOverrides overrides;
   for (const workloads::OptionInfo& o : workloads::model_override_options())
     if (vm.count(o.name)) workloads::set_model_override(overrides, o.name, vm[o.name].as<std::string>());
-  workloads::apply_overrides(model, overrides);
+  workloads::apply_overrides(w.model, overrides);
   const workloads::Framework framework = load_framework_option(s.compute);
-  workloads::Strategy base = workloads::default_strategy(model, &framework);
+  w.base = workloads::default_strategy(w.model, &framework);
   for (const workloads::OptionInfo& o : workloads::strategy_options())
-    if (!searched(o.name) && vm.count(o.name)) workloads::set_strategy_option(base, o.name, vm[o.name].as<std::string>());
+    if (!searched(o.name) && vm.count(o.name)) workloads::set_strategy_option(w.base, o.name, vm[o.name].as<std::string>());
+  return w;
+}
+
+SearchOutcome run_search(const SearchSettings& s, const po::variables_map& vm, const platforms::PlatformConfig& p,
+                         const SearchWorkload& work, const RankGroup& ranks, std::ostream& out, std::ostream& err) {
+  const workloads::ModelSpec& model = work.model;
+  const workloads::Strategy& base = work.base;
   const workloads::SpaceDimensions dims =
-      workloads::complete_dimensions(read_dimensions(s), model, p.gpu_count(), p.node.gpus);
+      workloads::complete_dimensions(s.dims, model, p.gpu_count(), p.node.gpus);
   SearchOutcome o;
   o.walk = workloads::walk_strategy_space(model, base, dims, p.gpu_count(), s.global_batch,
                                           p.gpu.hbm_capacity_gib * 1024.0 * 1024.0 * 1024.0);
-  if (o.walk.kept.empty()) throw InputError("no strategy in the space is valid and fits in memory (--report lists why)");
+  if (o.walk.kept.empty()) {
+    print_counts(out, s, o);
+    throw InputError("no strategy in the space is valid and fits in memory (the counts above say why)");
+  }
   const std::vector<std::string> shared = shared_args(s, vm);
   for (const workloads::Candidate& c : o.walk.kept) o.runs.push_back(candidate_run(c, p.gpu_count(), shared, s.prune_fidelity));
   SweepOptions options;
@@ -330,18 +364,8 @@ SearchOutcome run_search(const SearchSettings& s, const po::variables_map& vm, c
   return o;
 }
 
-void print_search(std::ostream& out, const SearchSettings& s, const platforms::PlatformConfig& p, const SearchOutcome& o) {
-  const workloads::SpaceWalk& w = o.walk;
-  out << "  " << w.enumerated << " candidates: " << w.redundant << " redundant, " << w.excluded << " excluded, "
-      << w.invalid_total() << " invalid, " << w.out_of_memory.size() << " out of memory, " << w.kept.size()
-      << " simulated in " << s.prune_fidelity << " fidelity";
-  if (o.failed) out << " (" << o.failed << " did not run)";
-  out << ", the best " << o.best.size() << " in flow fidelity\n";
-  std::vector<std::pair<size_t, std::string>> reasons;
-  for (const auto& [reason, n] : w.invalid) reasons.emplace_back(n, reason);
-  std::sort(reasons.rbegin(), reasons.rend());
-  for (size_t i = 0; i < reasons.size() && i < 5; ++i)
-    out << "    invalid " << reasons[i].first << ": " << reasons[i].second << "\n";
+void print_search(std::ostream& out, const SearchSettings& s, const SearchOutcome& o) {
+  print_counts(out, s, o);
   print_table(out, o.best, o.runs);
   const Ranked& best = o.best.front();
   const Ranked& worst = o.estimated.back();
@@ -350,7 +374,6 @@ void print_search(std::ostream& out, const SearchSettings& s, const platforms::P
                 best.result.samples_per_s, best.result.samples_per_s / worst.result.samples_per_s, o.estimated.size(),
                 worst.result.samples_per_s, worst.fidelity.c_str());
   out << line << strategy_text(o.runs[worst.candidate]) << ")\n";
-  (void)p;
 }
 
 int lead(const std::vector<std::string>& args, const RankGroup& ranks, std::ostream& out, std::ostream& err) {
@@ -359,12 +382,12 @@ int lead(const std::vector<std::string>& args, const RankGroup& ranks, std::ostr
   if (!parse(args, s, out, vm)) return 0;
   const platforms::PlatformConfig p = build_platform(s.platform);
   if (s.global_batch == 0) s.global_batch = p.gpu_count();
-  check_option("--global-batch", double(s.global_batch), limits::integers(1, limits::kMaxModelDimension));
+  const SearchWorkload work = search_workload(s, vm);
   out << "tessera search: " << s.model << " on " << p.nodes << " x " << p.name << " (" << p.gpu_count() << " x "
       << p.gpu.name << "), global batch " << s.global_batch << "\n";
   out.flush();
-  const SearchOutcome o = run_search(s, vm, p, ranks, err);
-  print_search(out, s, p, o);
+  const SearchOutcome o = run_search(s, vm, p, work, ranks, out, err);
+  print_search(out, s, o);
   if (!s.report.empty()) write_json_file(s.report, search_json(s, p, o));
   if (!s.csv.empty()) write_output(s.csv, search_csv(o));
   return 0;

@@ -86,6 +86,20 @@ void classify(const ModelSpec& m, const Strategy& s, int gpus, double hbm, Space
   }
 }
 
+template <typename T>
+bool has(const std::vector<T>& list, T value) {
+  return std::find(list.begin(), list.end(), value) != list.end();
+}
+
+// The same run as another candidate of the space: sequence parallelism without TP, ZeRO with
+// nothing to shard over, selective recompute of the attention core that flash attention never
+// saves (each only when the space holds the equivalent).
+bool redundant(const SpaceDimensions& d, const Strategy& base, int tp, int64_t replicas, Recompute rc, int zero,
+               bool sp) {
+  return (sp && tp == 1 && has(d.sequence_parallel, false)) || (zero > 0 && replicas == 1 && has(d.zero, 0)) ||
+         (rc == Recompute::Selective && base.flash_attention && has(d.recompute, Recompute::None));
+}
+
 }  // namespace
 
 SpaceWalk walk_strategy_space(const ModelSpec& m, const Strategy& base, const SpaceDimensions& d, int gpus,
@@ -102,7 +116,7 @@ SpaceWalk walk_strategy_space(const ModelSpec& m, const Strategy& base, const Sp
         ++walk.excluded;
         continue;
       }
-      if ((sp && tp == 1) || (zero > 0 && int64_t(dp) * cp == 1)) {
+      if (redundant(d, base, tp, int64_t(dp) * cp, rc, zero, sp)) {
         ++walk.redundant;
         continue;
       }

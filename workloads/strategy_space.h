@@ -2,7 +2,7 @@
 // schedule and vpp, recompute, ZeRO stage and sequence parallelism for a model on a GPU count and
 // a global batch, each dimension restrictable. Walking it sorts every candidate into redundant
 // (the same run as another candidate: sequence parallelism without TP, ZeRO without data
-// parallelism), invalid (resolve() refuses it; the reason counted with its numbers as N),
+// parallelism, selective recompute with flash attention, which saves no attention scores), invalid (resolve() refuses it; the reason counted with its numbers as N),
 // out of memory (estimate_stage_memory(), the figure `tessera run` checks, above the HBM) or
 // kept.
 #pragma once

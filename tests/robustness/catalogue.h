@@ -313,6 +313,16 @@ inline const std::vector<Case>& catalogue() {
       {"SweepOutputFolderMissing", "sweep s.yaml --out nowhere/x", 2, "cannot write (no folder nowhere)", {{"s.yaml", "grid: {tp: [1]}\n"}}},
       {"SweepUnknownModel", "sweep s.yaml", 2, "s.yaml:1: key 'model'", {{"s.yaml", "base: {model: gpt7}\ngrid: {tp: [1]}\n"}}},
       {"SweepUnknownPlatform", "sweep s.yaml", 2, "s.yaml:2: key 'platform'", {{"s.yaml", "grid:\n  platform: [dgx-z100]\n"}}},
+      // --- search -----------------------------------------------------------------------------
+      {"SearchBadListValue", "search --tp 1,two", 2, "--tp expects an integer in [1, 65536], got 'two'"},
+      {"SearchEmptyListValue", "search --pp 1,,2", 2, "--pp: an empty value in '1,,2'"},
+      {"SearchBadSchedule", "search --schedule 1f1b,zigzag", 2, "--schedule expects gpipe, 1f1b or interleaved, got 'zigzag'"},
+      {"SearchUnknownPruneFidelity", "search --prune-fidelity exact", 2, "--prune-fidelity: unknown fidelity 'exact'"},
+      {"SearchTopZero", "search --top 0", 2, "--top: must be an integer in [1, 10000], got 0"},
+      {"SearchGlobalBatchZero", "search --global-batch 0", 2, "--global-batch: must be an integer in [1,"},
+      {"SearchUnknownModel", "search --model gpt7", 2, "gpt7"},
+      {"SearchBadOverride", "search --layers many", 2, "--layers"},
+      {"SearchReportFolderMissing", "search --report nowhere/s.json", 2, "--report nowhere/s.json: cannot write (no folder nowhere)"},
       // --- frameworks -------------------------------------------------------------------------
       {"FrameworkUnknown", "run --framework tensorflow", 2, "--framework"},
       {"FrameworkFileDuplicate", "run --framework f.yaml", 2, "f.yaml:2: key 'name': duplicate key",
