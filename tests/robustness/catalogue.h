@@ -313,6 +313,9 @@ inline const std::vector<Case>& catalogue() {
       {"SweepOutputFolderMissing", "sweep s.yaml --out nowhere/x", 2, "cannot write (no folder nowhere)", {{"s.yaml", "grid: {tp: [1]}\n"}}},
       {"SweepUnknownModel", "sweep s.yaml", 2, "s.yaml:1: key 'model'", {{"s.yaml", "base: {model: gpt7}\ngrid: {tp: [1]}\n"}}},
       {"SweepUnknownPlatform", "sweep s.yaml", 2, "s.yaml:2: key 'platform'", {{"s.yaml", "grid:\n  platform: [dgx-z100]\n"}}},
+      {"NvlinkIslandsNotDividing", "describe --platform dgx-a100 --set node.nvlink.islands=3", 2,
+       "node.nvlink.islands: 3 islands need NVSwitches and must divide the node's 8 GPUs"},
+      {"NvlinkIslandsWithoutNvlink", "describe --platform pcie-8gpu --set node.nvlink.islands=2", 2, "node.nvlink.islands"},
       // --- search -----------------------------------------------------------------------------
       {"SearchBadListValue", "search --tp 1,two", 2, "--tp expects an integer in [1, 65536], got 'two'"},
       {"SearchEmptyListValue", "search --pp 1,,2", 2, "--pp: an empty value in '1,,2'"},
