@@ -28,6 +28,7 @@
 #include "sc_main/platform_options.h"
 #include "sc_main/report.h"
 #include "sc_main/simulation.h"
+#include "sc_main/plan_command.h"
 #include "sc_main/search_command.h"
 #include "sc_main/sweep_command.h"
 #include "sc_main/watchdog.h"
@@ -54,6 +55,7 @@ const char* kUsage =
     "  models      list the model zoo\n"
     "  calibrate   measured kernel times from profiler traces (Kineto) into a calibration file\n"
     "  compute     the compute model's time for GEMM shapes, against measured GEMMs\n"
+    "  plan        a pipeline plan (partition, placement, schedule) for unevenly connected GPUs\n"
     "  search      the fastest strategies of a model on a platform (enumerated, pruned, simulated)\n"
     "  sweep       many runs from a sweep file (a grid and/or a list), in parallel and over MPI\n"
     "\n"
@@ -419,6 +421,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (command == "models") return command_models(rest, out);
     if (command == "sweep") return command_sweep(rest, out, err);
     if (command == "search") return command_search(rest, out, err);
+    if (command == "plan") return command_plan(rest, out, err);
     throw InputError("unknown command '" + command + "' (try 'tessera --help')");
   } catch (const InputError& e) {
     err << "tessera: error: " << e.what() << "\n";
