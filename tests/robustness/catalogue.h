@@ -326,6 +326,12 @@ inline const std::vector<Case>& catalogue() {
       {"SearchUnknownModel", "search --model gpt7", 2, "gpt7"},
       {"SearchBadOverride", "search --layers many", 2, "--layers"},
       {"SearchReportFolderMissing", "search --report nowhere/s.json", 2, "--report nowhere/s.json: cannot write (no folder nowhere)"},
+      // --- plan -------------------------------------------------------------------------------
+      {"PlanOneStage", "plan --pp 1", 2, "--pp: must be an integer in [2, 65536], got 1"},
+      {"PlanTpZero", "plan --tp 0", 2, "--tp: must be an integer in [1, 65536], got 0"},
+      {"PlanStagesNotDividingLayers", "plan --pp 5 --platform pcie-8gpu", 2, "invalid strategy"},
+      {"PlanGenericModel", "plan --model mlp-generic", 2, "generic layer list"},
+      {"PlanOutFolderMissing", "plan --out nowhere/p.yaml", 2, "--out nowhere/p.yaml: cannot write (no folder nowhere)"},
       // --- frameworks -------------------------------------------------------------------------
       {"FrameworkUnknown", "run --framework tensorflow", 2, "--framework"},
       {"FrameworkFileDuplicate", "run --framework f.yaml", 2, "f.yaml:2: key 'name': duplicate key",
