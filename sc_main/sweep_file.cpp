@@ -51,6 +51,8 @@ class Reader {
 
   std::string path_;
   std::string platform_ = "dgx-h100";  // the base platform, for checking set.KEY values
+  std::vector<std::string> base_sets_;  // the base's platform settings, checked with each
+  bool reading_base_ = false;
 };
 
 // Checks one key and value as `tessera run` would read them.
@@ -59,12 +61,18 @@ void Reader::check(const Setting& s) {
     if (s.key == "set" || s.key.rfind("set.", 0) == 0) {
       const std::string setting = s.key == "set" ? s.value : s.key.substr(4) + "=" + s.value;
       if (setting.find('=') == std::string::npos) fail(s.line, s.key, "expects KEY=VALUE, got '" + s.value + "'");
-      platforms::load_platform(platform_, {setting});
+      std::vector<std::string> sets = base_sets_;
+      sets.push_back(setting);
+      platforms::load_platform(platform_, sets);
+      if (reading_base_) base_sets_.push_back(setting);
       return;
     }
     if (std::find(std::begin(kReserved), std::end(kReserved), s.key) != std::end(kReserved))
       fail(s.line, s.key, "the sweep sets it (each run's report is a row of the sweep's outputs)");
     run_option_args(s.key, s.value);
+    // The base's node count and size shape the platform its set.KEY values are checked on.
+    if (reading_base_ && (s.key == "nodes" || s.key == "gpus"))
+      base_sets_.push_back((s.key == "nodes" ? "nodes=" : "node.gpus=") + s.value);
     if (s.key == "model") workloads::load_model(s.value);
     if (s.key == "platform") platforms::load_platform(s.value);
   } catch (const InputError& e) {
@@ -173,7 +181,9 @@ SweepPlan Reader::read() {
     for (auto it = base_node.begin(); it != base_node.end(); ++it)
       if (it->first.IsScalar() && workloads::canonical_key(it->first.Scalar()) == "platform" && it->second.IsScalar())
         platform_ = it->second.Scalar();
+  reading_base_ = true;
   const Settings base = base_node && !base_node.IsNull() ? settings(base_node, "base", false) : Settings{};
+  reading_base_ = false;
   const std::vector<Settings> points = grid_node && !grid_node.IsNull() ? grid(grid_node) : std::vector<Settings>{{}};
   std::vector<Settings> listed;
   if (runs_node && !runs_node.IsNull()) {
