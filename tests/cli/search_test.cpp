@@ -3,6 +3,7 @@
 // never pruned.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -73,6 +74,37 @@ TEST(Search, FindsTheBestOfABruteForceFlowSweepAndPrunesWhatRunRefuses) {
   EXPECT_EQ(key(s["best"][0]["strategy"]), fastest->first);
   EXPECT_DOUBLE_EQ(s["best"][0]["iteration_time_s"].get<double>(), fastest->second);
   for (const json& r : s["best"]) EXPECT_GE(r["iteration_time_s"].get<double>(), fastest->second);
+}
+
+TEST(Search, Gpt3ThirteenBillionOnTwoDgxA100IsAtLeastAsFastAsEveryBruteForceRun) {
+  const std::string dir = temp_dir();
+  const std::string space = " --tp 2,4,8 --pp 1,2 --cp 1 --micro-batch 1 --zero 0,1 --recompute none"
+                            " --schedule 1f1b --sequence-parallel true";
+  const auto search = tessera("search --model gpt3-13b --platform dgx-a100 --nodes 2 --global-batch 32" + space +
+                              " -j 2 --report " + dir + "/s13.json");
+  ASSERT_EQ(search.status, 0) << search.err;
+  const json s = json::parse(read_file(dir + "/s13.json"));
+  const std::string sweep = write_file("brute13.yaml",
+      "base: {model: gpt3-13b, platform: dgx-a100, nodes: 2, global-batch: 32, cp: 1, micro-batch: 1,\n"
+      "       schedule: 1f1b, sequence-parallel: true, fidelity: flow,\n"
+      "       recompute: none}\n"
+      "grid:\n  tp: [2, 4, 8]\n  pp: [1, 2]\n  zero: [0, 1]\n");
+  const auto brute = tessera("sweep " + sweep + " -j 2 --out " + dir + "/brute13");
+  ASSERT_EQ(brute.status, 0) << brute.err;
+  const json b = json::parse(read_file(dir + "/brute13.json"));
+  double fastest = 1e30;
+  int ok = 0, oom = 0;
+  for (const json& row : b["rows"]) {
+    if (row["status"] == "ok") ++ok, fastest = std::min(fastest, row["iteration_time_s"].get<double>());
+    oom += row["status"] == "oom";
+  }
+  // Redundant candidates (ZeRO-1 with dp 1) run in the brute force as their ZeRO-0 twins.
+  EXPECT_EQ(s["candidates"]["simulated"].get<int>() + s["candidates"]["redundant"].get<int>(), ok);
+  EXPECT_EQ(s["candidates"]["out_of_memory"].get<int>(), oom);
+  EXPECT_GT(oom, 0);
+  ASSERT_FALSE(s["best"].empty());
+  EXPECT_LE(s["best"][0]["iteration_time_s"].get<double>(), fastest);
+  EXPECT_DOUBLE_EQ(s["best"][0]["iteration_time_s"].get<double>(), fastest);
 }
 
 }  // namespace
