@@ -176,11 +176,8 @@ std::string plan_yaml(const PlanCandidate& c, const PlanSettings& s, const platf
   return y.str();
 }
 
-int lead(const PlanSettings& s, const po::variables_map& vm, const RankGroup& ranks, std::ostream& out) {
-  const platforms::PlatformConfig p = build_platform(s.platform);
-  const platforms::RoutedTopology topology(p);
-  workloads::ModelSpec m = workloads::load_model(s.model);
-  if (m.is_generic()) throw InputError("--model: " + s.model + " is a generic layer list; plan partitions transformer layers");
+// The uniform 1F1B plan every candidate is measured against, resolved on the platform.
+PlanCandidate uniform_plan(const PlanSettings& s, const platforms::PlatformConfig& p, const workloads::ModelSpec& m) {
   const workloads::Framework framework = load_framework_option(s.compute);
   PlanCandidate base{"uniform 1f1b", workloads::default_strategy(m, &framework), {}};
   workloads::Strategy& st = base.strategy;
@@ -190,72 +187,88 @@ int lead(const PlanSettings& s, const po::variables_map& vm, const RankGroup& ra
   st.first_stage_layers = st.last_stage_layers = 0;
   const int dp = p.gpu_count() / std::max(1, st.tp * st.pp);
   st.global_batch = s.global_batch > 0 ? s.global_batch : int64_t(dp) * s.micro_batch * 4 * st.pp;
-  const workloads::ResolvedStrategy r = workloads::resolve(m, st, p.gpu_count());
-  if (r.s.pp < 2) throw InputError("--pp: a pipeline plan needs at least 2 stages, got " + std::to_string(r.s.pp));
-  out << "tessera plan: " << s.model << " on " << p.nodes << " x " << p.name << " (" << p.gpu_count() << " GPUs), pp "
-      << r.s.pp << ", tp " << r.s.tp << ", dp " << r.s.dp << ", " << r.micro_batches << " micro-batches\n";
-  out.flush();
+  return base;
+}
 
+// Simulates the uniform plan with a trace and measures its units' times.
+SweepResult profile(Plan& plan, const std::vector<std::string>& args, const workloads::ModelSpec& m,
+                    const workloads::ResolvedStrategy& r, const SweepOptions& options, const RankGroup& ranks) {
   char scratch[] = "/tmp/tessera-plan-XXXXXX";
   if (mkdtemp(scratch) == nullptr) throw std::runtime_error("cannot make a scratch folder in /tmp");
   const std::string trace = std::string(scratch) + "/uniform.trace.json";
-  const std::vector<std::string> args = base_args(s, vm);
-  SweepRun profile = run_of(base, args);
-  profile.args.insert(profile.args.end(), {"--trace", trace, "--trace-bucket-us", "1e9"});
-  SweepOptions options;
-  options.jobs = s.jobs;
-  const SweepResult baseline = run_sweep({profile}, options, ranks).rows[0];
-  if (!baseline.ok()) throw InputError("the uniform plan does not run: " + baseline.error);
-  Plan plan;
-  plan.candidates.push_back(base);
-  plan.costs = measure(trace, m, r);
+  SweepRun run = run_of(plan.candidates[0], args);
+  run.args.insert(run.args.end(), {"--trace", trace, "--trace-bucket-us", "1e9"});
+  const SweepResult baseline = run_sweep({run}, options, ranks).rows[0];
+  if (baseline.ok()) plan.costs = measure(trace, m, r);
   std::filesystem::remove_all(scratch);
-  plan_candidates(plan, r, topology, m);
+  if (!baseline.ok()) throw InputError("the uniform plan does not run: " + baseline.error);
+  return baseline;
+}
 
-  std::vector<SweepRun> runs;
-  for (size_t i = 1; i < plan.candidates.size(); ++i) runs.push_back(run_of(plan.candidates[i], args));
-  std::vector<SweepResult> results = {baseline};
-  for (SweepResult& row : run_sweep(runs, options, ranks).rows) results.push_back(row);
-  size_t best = 0;
-  for (size_t i = 1; i < results.size(); ++i)
-    if (results[i].ok() && results[i].iteration_time_s < results[best].iteration_time_s) best = i;
-
+void print_candidates(std::ostream& out, const Plan& plan, const std::vector<SweepResult>& results, size_t best) {
+  const double baseline = results[0].iteration_time_s;
   for (size_t i = 0; i < results.size(); ++i) {
     char line[200];
     const SweepResult& row = results[i];
     if (row.ok())
-      std::snprintf(line, sizeof line, "  %-34s %10.3f ms  %+6.1f%%%s\n", plan.candidates[i].name.c_str(), row.iteration_time_s * 1e3,
-                    100.0 * (baseline.iteration_time_s / row.iteration_time_s - 1), i == best ? "  <- plan" : "");
+      std::snprintf(line, sizeof line, "  %-34s %10.3f ms  %+6.1f%%%s\n", plan.candidates[i].name.c_str(),
+                    row.iteration_time_s * 1e3, 100.0 * (baseline / row.iteration_time_s - 1), i == best ? "  <- plan" : "");
     else
       std::snprintf(line, sizeof line, "  %-34s %s: %s\n", plan.candidates[i].name.c_str(), row.status.c_str(), row.error.c_str());
     out << line;
   }
-  const PlanCandidate& chosen = plan.candidates[best];
   std::string layers;
   for (int64_t n : plan.layers) layers += (layers.empty() ? "" : ",") + std::to_string(n);
-  out << "plan: " << chosen.name << ", layers per stage " << layers << ", rank order " << rank_order_text(chosen.strategy.rank_order)
-      << "; simulated gain over uniform 1F1B ";
   char gain[40];
-  std::snprintf(gain, sizeof gain, "%+.1f%%\n", 100.0 * (baseline.iteration_time_s / results[best].iteration_time_s - 1));
-  out << gain;
-  const std::string yaml = plan_yaml(chosen, s, p, baseline.iteration_time_s, results[best].iteration_time_s);
-  if (!s.out.empty()) write_output(s.out, yaml);
-  if (!s.report.empty()) {
-    ordered_json j = {{"model", s.model}, {"platform", p.name}, {"gpus", p.gpu_count()}};
-    j["layer_seconds"] = plan.costs.layer;
-    j["embedding_seconds"] = plan.costs.embedding;
-    j["output_seconds"] = plan.costs.output;
-    j["boundary_seconds"] = plan.placement.boundary;
-    j["candidates"] = ordered_json::array();
-    for (size_t i = 0; i < results.size(); ++i) {
-      ordered_json c = {{"name", plan.candidates[i].name}, {"command", run_command(run_of(plan.candidates[i], args))}};
-      c.update(results[i].to_json());
-      j["candidates"].push_back(c);
-    }
-    j["plan"] = plan.candidates[best].name;
-    j["gain"] = baseline.iteration_time_s / results[best].iteration_time_s - 1;
-    write_json_file(s.report, j);
+  std::snprintf(gain, sizeof gain, "%+.1f%%\n", 100.0 * (baseline / results[best].iteration_time_s - 1));
+  out << "plan: " << plan.candidates[best].name << ", layers per stage " << layers << ", rank order "
+      << rank_order_text(plan.candidates[best].strategy.rank_order) << "; simulated gain over uniform 1F1B " << gain;
+}
+
+ordered_json plan_json(const PlanSettings& s, const platforms::PlatformConfig& p, const Plan& plan,
+                       const std::vector<SweepResult>& results, size_t best, const std::vector<std::string>& args) {
+  ordered_json j = {{"model", s.model}, {"platform", p.name}, {"gpus", p.gpu_count()}};
+  j["layer_seconds"] = plan.costs.layer;
+  j["embedding_seconds"] = plan.costs.embedding;
+  j["output_seconds"] = plan.costs.output;
+  j["boundary_seconds"] = plan.placement.boundary;
+  j["candidates"] = ordered_json::array();
+  for (size_t i = 0; i < results.size(); ++i) {
+    ordered_json c = {{"name", plan.candidates[i].name}, {"command", run_command(run_of(plan.candidates[i], args))}};
+    c.update(results[i].to_json());
+    j["candidates"].push_back(c);
   }
+  j["plan"] = plan.candidates[best].name;
+  j["gain"] = results[0].iteration_time_s / results[best].iteration_time_s - 1;
+  return j;
+}
+
+int lead(const PlanSettings& s, const po::variables_map& vm, const RankGroup& ranks, std::ostream& out) {
+  const platforms::PlatformConfig p = build_platform(s.platform);
+  const platforms::RoutedTopology topology(p);
+  const workloads::ModelSpec m = workloads::load_model(s.model);
+  if (m.is_generic()) throw InputError("--model: " + s.model + " is a generic layer list; plan partitions transformer layers");
+  Plan plan;
+  plan.candidates.push_back(uniform_plan(s, p, m));
+  const workloads::ResolvedStrategy r = workloads::resolve(m, plan.candidates[0].strategy, p.gpu_count());
+  out << "tessera plan: " << s.model << " on " << p.nodes << " x " << p.name << " (" << p.gpu_count() << " GPUs), pp "
+      << r.s.pp << ", tp " << r.s.tp << ", dp " << r.s.dp << ", " << r.micro_batches << " micro-batches\n";
+  out.flush();
+  const std::vector<std::string> args = base_args(s, vm);
+  SweepOptions options;
+  options.jobs = s.jobs;
+  std::vector<SweepResult> results = {profile(plan, args, m, r, options, ranks)};
+  plan_candidates(plan, r, topology, m);
+  std::vector<SweepRun> runs;
+  for (size_t i = 1; i < plan.candidates.size(); ++i) runs.push_back(run_of(plan.candidates[i], args));
+  for (SweepResult& row : run_sweep(runs, options, ranks).rows) results.push_back(row);
+  size_t best = 0;
+  for (size_t i = 1; i < results.size(); ++i)
+    if (results[i].ok() && results[i].iteration_time_s < results[best].iteration_time_s) best = i;
+  print_candidates(out, plan, results, best);
+  if (!s.out.empty())
+    write_output(s.out, plan_yaml(plan.candidates[best], s, p, results[0].iteration_time_s, results[best].iteration_time_s));
+  if (!s.report.empty()) write_json_file(s.report, plan_json(s, p, plan, results, best, args));
   return 0;
 }
 
