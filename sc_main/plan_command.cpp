@@ -29,6 +29,11 @@ using nlohmann::ordered_json;
 namespace tessera::app {
 namespace {
 
+using workloads::UnitCosts;
+using workloads::interleave;
+using workloads::partition_layers;
+using workloads::slowest_stage;
+
 struct PlanSettings {
   PlatformSettings platform;
   ComputeSettings compute;
