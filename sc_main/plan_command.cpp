@@ -190,6 +190,7 @@ PlanCandidate uniform_plan(const PlanSettings& s, const platforms::PlatformConfi
   st.schedule = workloads::Schedule::OneFOneB, st.vpp = 1;
   st.stage_layers.clear();
   st.first_stage_layers = st.last_stage_layers = 0;
+  st.rank_order = workloads::Strategy{}.rank_order;  // pp slowest, as measure() reads the trace
   const int dp = p.gpu_count() / std::max(1, st.tp * st.pp);
   st.global_batch = s.global_batch > 0 ? s.global_batch : int64_t(dp) * s.micro_batch * 4 * st.pp;
   return base;
