@@ -155,13 +155,15 @@ void plan_candidates(Plan& plan, const workloads::ResolvedStrategy& r, const pla
     even.stage_layers.clear();
     plan.candidates.push_back(even);
   }
-  if (r.s.pp > 1 && r.micro_batches % r.s.pp == 0 &&
-      std::all_of(plan.layers.begin(), plan.layers.end(), [](int64_t n) { return n >= 2; })) {
+  for (int chunks : {2, 4}) {
+    if (r.micro_batches % r.s.pp != 0 ||
+        !std::all_of(plan.layers.begin(), plan.layers.end(), [&](int64_t n) { return n >= chunks; }))
+      continue;
     PlanCandidate inter = planned;
-    inter.name = "planned interleaved x2";
+    inter.name = "planned interleaved x" + std::to_string(chunks);
     inter.strategy.schedule = workloads::Schedule::Interleaved;
-    inter.strategy.vpp = 2;
-    inter.stage_layers = interleave(plan.layers, 2);
+    inter.strategy.vpp = chunks;
+    inter.stage_layers = interleave(plan.layers, chunks);
     plan.candidates.push_back(inter);
   }
 }
