@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -109,6 +110,24 @@ TEST(Sweep, KilledHalfwayAndRestartedRunsOnlyWhatHadNotFinished) {
   const auto fresh = tessera("sweep " + file + " -j 2 --fresh --out " + temp_dir() + "/fresh");
   ASSERT_EQ(fresh.status, 0) << fresh.err;
   EXPECT_EQ(read_file(prefix + ".csv"), read_file(temp_dir() + "/fresh.csv"));
+}
+
+TEST(Sweep, AJournalLineCutShortIsDroppedAndItsRunRunsAgain) {
+  const std::string file = write_file("cut.yaml", kSweep);
+  const std::string prefix = temp_dir() + "/cut";
+  ASSERT_EQ(tessera("sweep " + file + " -j 2 --out " + prefix).status, 0);
+  const std::string csv = read_file(prefix + ".csv");
+  // Keep four whole lines and half of the fifth, as a sweep killed while writing leaves it.
+  const std::string journal = read_file(prefix + ".journal.jsonl");
+  size_t end = 0;
+  for (int i = 0; i < 4; ++i) end = journal.find('\n', end) + 1;
+  const size_t fifth = journal.find('\n', end);
+  std::ofstream(prefix + ".journal.jsonl", std::ios::trunc) << journal.substr(0, end + (fifth - end) / 2);
+  const auto again = tessera("sweep " + file + " --out " + prefix);
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_NE(again.out.find("ran 6, kept 4"), std::string::npos) << again.out;
+  EXPECT_EQ(lines(read_file(prefix + ".journal.jsonl")), 10);
+  EXPECT_EQ(read_file(prefix + ".csv"), csv);
 }
 
 TEST(Sweep, BadSweepFilesNameFileLineAndKey) {
