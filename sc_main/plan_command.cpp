@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -82,6 +83,11 @@ std::vector<std::pair<std::string, std::string>> settings(const PlanCandidate& c
       {"tp", std::to_string(s.tp)}, {"pp", std::to_string(s.pp)}, {"micro-batch", std::to_string(s.micro_batch)},
       {"global-batch", std::to_string(s.global_batch)}, {"schedule", workloads::to_string(s.schedule)},
       {"vpp", std::to_string(s.vpp)}, {"rank-order", rank_order_text(s.rank_order)}};
+  if (!c.strategy.extra_warmup.empty()) {
+    std::string list;
+    for (int64_t n : c.strategy.extra_warmup) list += (list.empty() ? "" : ",") + std::to_string(n);
+    out.emplace_back("extra-warmup", list);
+  }
   if (!c.stage_layers.empty()) {
     std::string list;
     for (int64_t n : c.stage_layers) list += (list.empty() ? "" : ",") + std::to_string(n);
@@ -155,6 +161,19 @@ void plan_candidates(Plan& plan, const workloads::ResolvedStrategy& r, const pla
     even.stage_layers.clear();
     plan.candidates.push_back(even);
   }
+  // Deeper warm-up ahead of slow boundaries: stage k runs ahead by the transfers after it, in
+  // units of the slowest stage's time per micro-batch (non-increasing along the pipeline).
+  const double slowest = slowest_stage(plan.costs, plan.layers, plan.placement.boundary);
+  std::vector<int64_t> extra(size_t(r.s.pp), 0);
+  for (int k = r.s.pp - 2; k >= 0; --k)
+    extra[size_t(k)] = std::max(extra[size_t(k + 1)],
+                                int64_t(std::ceil(plan.placement.boundary[size_t(k)] / 2 / slowest)));
+  if (extra.front() > 0) {
+    PlanCandidate deeper = planned;
+    deeper.name = "planned 1f1b, deeper warm-up";
+    deeper.strategy.extra_warmup = extra;
+    plan.candidates.push_back(deeper);
+  }
   for (int chunks : {2, 4}) {
     if (r.micro_batches % r.s.pp != 0 ||
         !std::all_of(plan.layers.begin(), plan.layers.end(), [&](int64_t n) { return n >= chunks; }))
@@ -177,7 +196,7 @@ std::string plan_yaml(const PlanCandidate& c, const PlanSettings& s, const platf
   y << "# tessera plan: " << s.model << " on " << p.nodes << " x " << p.name << " (" << c.name << ")\n" << gain
     << "# tessera run --model " << s.model << " --platform " << s.platform.platform << " --strategy THIS_FILE\n";
   for (const auto& [k, v] : settings(c)) {
-    if (k == "stage-layers") y << k << ": [" << v << "]\n";
+    if (k == "stage-layers" || k == "extra-warmup") y << k << ": [" << v << "]\n";
     else y << k << ": " << v << "\n";
   }
   return y.str();
@@ -191,6 +210,7 @@ PlanCandidate uniform_plan(const PlanSettings& s, const platforms::PlatformConfi
   st.tp = s.tp, st.pp = s.pp > 0 ? s.pp : p.node.gpus, st.micro_batch = s.micro_batch, st.dp = 0;
   st.schedule = workloads::Schedule::OneFOneB, st.vpp = 1;
   st.stage_layers.clear();
+  st.extra_warmup.clear();
   st.first_stage_layers = st.last_stage_layers = 0;
   st.rank_order = workloads::Strategy{}.rank_order;  // pp slowest, as measure() reads the trace
   const int dp = p.gpu_count() / std::max(1, st.tp * st.pp);
@@ -219,10 +239,10 @@ void print_candidates(std::ostream& out, const Plan& plan, const std::vector<Swe
     char line[200];
     const SweepResult& row = results[i];
     if (row.ok())
-      std::snprintf(line, sizeof line, "  %-34s %10.3f ms  %+6.1f%%%s\n", plan.candidates[i].name.c_str(),
+      std::snprintf(line, sizeof line, "  %-40s %10.3f ms  %+6.1f%%%s\n", plan.candidates[i].name.c_str(),
                     row.iteration_time_s * 1e3, 100.0 * (baseline / row.iteration_time_s - 1), i == best ? "  <- plan" : "");
     else
-      std::snprintf(line, sizeof line, "  %-34s %s: %s\n", plan.candidates[i].name.c_str(), row.status.c_str(), row.error.c_str());
+      std::snprintf(line, sizeof line, "  %-40s %s: %s\n", plan.candidates[i].name.c_str(), row.status.c_str(), row.error.c_str());
     out << line;
   }
   std::string layers;

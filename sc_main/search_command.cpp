@@ -38,7 +38,7 @@ namespace {
 
 // Strategy options the search varies (the rest pass through to every run as given).
 const char* const kSearched[] = {"dp", "tp", "pp", "cp", "ep", "sequence-parallel", "zero", "micro-batch",
-                                 "global-batch", "schedule", "vpp", "recompute", "stage-layers",
+                                 "global-batch", "schedule", "vpp", "recompute", "stage-layers", "extra-warmup",
                                  "first-stage-layers", "last-stage-layers"};
 bool searched(const std::string& name) {
   return std::find(std::begin(kSearched), std::end(kSearched), name) != std::end(kSearched);

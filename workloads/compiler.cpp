@@ -808,7 +808,8 @@ void StageBuilder::build(int stage, std::vector<Chunk>& chunks) {
   }
 
   const std::vector<PipelineStep> steps =
-      pipeline_schedule(s.schedule, s.pp, stage, r_.micro_batches, s.vpp);
+      pipeline_schedule(s.schedule, s.pp, stage, r_.micro_batches, s.vpp,
+                        s.extra_warmup.empty() ? 0 : s.extra_warmup[size_t(stage)]);
   std::vector<int64_t> forwards(chunks.size(), 0), backwards(chunks.size(), 0);
   std::vector<std::pair<const Bucket*, size_t>> deferred;
   for (const PipelineStep& step : steps) {
@@ -1134,7 +1135,8 @@ std::vector<MemoryBreakdown> memory_by_stage(const ModelSpec& m, const ResolvedS
     mem.params = sharded(eb, s.zero >= 3);
     mem.grads = sharded(gb, s.zero >= 2);
     mem.optimizer = sharded(ob, s.zero >= 1);
-    const auto steps = pipeline_schedule(s.schedule, s.pp, stage, r.micro_batches, s.vpp);
+    const auto steps = pipeline_schedule(s.schedule, s.pp, stage, r.micro_batches, s.vpp,
+                                         s.extra_warmup.empty() ? 0 : s.extra_warmup[size_t(stage)]);
     if (peak_in_flight != nullptr) (*peak_in_flight)[stage] = workloads::peak_in_flight(steps);
     double held = 0;
     for (const PipelineStep& step : steps) {

@@ -326,6 +326,8 @@ inline const std::vector<Case>& catalogue() {
       {"SearchUnknownModel", "search --model gpt7", 2, "gpt7"},
       {"SearchBadOverride", "search --layers many", 2, "--layers"},
       {"SearchReportFolderMissing", "search --report nowhere/s.json", 2, "--report nowhere/s.json: cannot write (no folder nowhere)"},
+      {"ExtraWarmupIncreasing", "run --pp 2 --global-batch 4 --extra-warmup 0,1", 2, "extra-warmup must not increase"},
+      {"ExtraWarmupWrongLength", "run --pp 2 --global-batch 4 --extra-warmup 1", 2, "extra-warmup lists 1 stages, pp is 2"},
       // --- plan -------------------------------------------------------------------------------
       {"PlanOneStage", "plan --pp 1", 2, "--pp: must be an integer in [2, 65536], got 1"},
       {"PlanTpZero", "plan --tp 0", 2, "--tp: must be an integer in [1, 65536], got 0"},

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "workloads/pipeline_partition.h"
+#include "workloads/workload.h"
 
 namespace tessera::workloads {
 namespace {
@@ -46,6 +47,46 @@ TEST(PipelinePartition, EveryStageHoldsALayer) {
 TEST(PipelinePartition, InterleavingSplitsEachStageOverItsChunks) {
   // Stage k's chunk c is virtual stage c * stages + k.
   EXPECT_EQ(interleave({4, 3, 2}, 2), (std::vector<int64_t>{2, 2, 1, 2, 1, 1}));
+}
+
+}  // namespace
+}  // namespace tessera::workloads
+
+namespace tessera::workloads {
+namespace {
+
+TEST(ExtraWarmup, StagesRunAheadAndHoldMoreMicroBatches) {
+  // 1F1B on 4 stages, 8 micro-batches: stage 1 warms up with 2 forwards, 3 with one more.
+  const auto plain = pipeline_schedule(Schedule::OneFOneB, 4, 1, 8, 1);
+  const auto deeper = pipeline_schedule(Schedule::OneFOneB, 4, 1, 8, 1, 1);
+  EXPECT_EQ(plain.size(), 16u);
+  EXPECT_EQ(deeper.size(), 16u);
+  EXPECT_EQ(peak_in_flight(plain), 3);
+  EXPECT_EQ(peak_in_flight(deeper), 4);
+  EXPECT_TRUE(deeper[2].forward);
+  EXPECT_FALSE(plain[3].forward);
+  // Never beyond every micro-batch.
+  EXPECT_EQ(peak_in_flight(pipeline_schedule(Schedule::OneFOneB, 4, 0, 8, 1, 100)), 8);
+}
+
+TEST(ExtraWarmup, ResolveChecksOneEntryPerStageNeverIncreasing) {
+  const ModelSpec m = load_model("gpt3-1.3b");
+  Strategy s;
+  s.pp = 4;
+  s.global_batch = 16;
+  set_strategy_option(s, "extra-warmup", "2,1,1,0");
+  EXPECT_NO_THROW(resolve(m, s, 4));
+  set_strategy_option(s, "extra-warmup", "0,1,0,0");
+  EXPECT_THROW(resolve(m, s, 4), InputError);
+  set_strategy_option(s, "extra-warmup", "1,0");
+  EXPECT_THROW(resolve(m, s, 4), InputError);
+  // The memory of the deeper warm-up: more activations in flight on the stages that run ahead.
+  set_strategy_option(s, "extra-warmup", "1,1,1,0");
+  const auto deeper = estimate_stage_memory(m, s, 4);
+  s.extra_warmup.clear();
+  const auto plain = estimate_stage_memory(m, s, 4);
+  EXPECT_GT(deeper[1].activations, plain[1].activations);
+  EXPECT_DOUBLE_EQ(deeper[3].activations, plain[3].activations);
 }
 
 }  // namespace
