@@ -7,6 +7,9 @@
 #include "sc_main/input_error.h"
 
 #ifdef TESSERA_HAVE_MPI
+// The C API only: the deprecated C++ bindings are not used.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 #endif
 
