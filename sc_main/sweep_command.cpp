@@ -164,7 +164,7 @@ std::string describe(const SweepRun& run) {
 void print_row(std::ostream& out, const SweepRun& run, const SweepResult& row, size_t done, size_t total) {
   char line[200];
   if (row.ok())
-    std::snprintf(line, sizeof line, "[%zu/%zu] ok %10.3f ms %10.1f samples/s  MFU %5.1f%%  %6.2f GiB  (%.0f s)  ", done,
+    std::snprintf(line, sizeof line, "[%zu/%zu] ok %10.3f ms %10.1f samples/s  MFU %5.1f%%  %6.2f GiB  (%.1f s)  ", done,
                   total, row.iteration_time_s * 1e3, row.samples_per_s, row.mfu * 100, row.peak_memory_gib, row.wall_s);
   else
     std::snprintf(line, sizeof line, "[%zu/%zu] %s: %s  ", done, total, row.status.c_str(), row.error.c_str());
