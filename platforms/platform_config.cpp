@@ -294,6 +294,12 @@ void PlatformConfig::validate() const {
 
   // NVLink fabric.
   const NvlinkFabric& nv = node.nvlink;
+  in_range(nv.islands, "node.nvlink.islands", limits::integers(1, limits::kMaxGpusPerNode));
+  if (nv.islands > 1 && (nv.switches == 0 || node.gpus % nv.islands != 0))
+    fail("node.nvlink.islands", std::to_string(nv.islands) + " islands need NVSwitches and must divide the node's " +
+                                    std::to_string(node.gpus) + " GPUs");
+  if (nv.islands > 1 && network.topology == Topology::NvlinkNetwork)
+    fail("node.nvlink.islands", "an NVLink network joins whole nodes: islands must be 1");
   if (nv.switches == 0) {
     if (!nv.links_per_switch.empty())
       fail("node.nvlink.links_per_switch", "given, but node.nvlink.switches is 0 (no NVLink)");

@@ -40,6 +40,9 @@ struct NvlinkFabric {
   // at once: the chips are simulated as one crossbar whose ports bond all of a GPU's NVLinks
   // (false: one crossbar per chip, and each chunk takes one chip by ECMP).
   bool striped = true;
+  // NVLink islands: the node's GPUs in `islands` consecutive groups, each with its own NVSwitches
+  // (`switches` per island); GPUs of different islands reach each other through PCIe only.
+  int islands = 1;
 };
 
 // The PCIe tree: `switches` PCIe switches, each with an equal share of the node's GPUs and NICs

@@ -288,6 +288,7 @@ const std::map<std::string, Setter>& leaves() {
     add_number(t, "node.nvlink.switch_latency_ns", [](C& c) -> double& { return c.node.nvlink.switch_latency_ns; });
     add_bool(t, "node.nvlink.in_switch_reduction", [](C& c) -> bool& { return c.node.nvlink.in_switch_reduction; });
     add_bool(t, "node.nvlink.striped", [](C& c) -> bool& { return c.node.nvlink.striped; });
+    add_int(t, "node.nvlink.islands", [](C& c) -> int& { return c.node.nvlink.islands; });
 
     add_int(t, "node.pcie.switches", [](C& c) -> int& { return c.node.pcie.switches; });
     add_link(t, "node.pcie.link", [](C& c) -> LinkSpec& { return c.node.pcie.link; });

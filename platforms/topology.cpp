@@ -86,24 +86,29 @@ void build_node(const PlatformConfig& c, NodeTemplate& nt) {
   LinkSpec nvlink = n.nvlink.link;
   if (nvlink.bandwidth_gb_per_s <= 0) nvlink.bandwidth_gb_per_s = c.gpu.nvlink_port_bandwidth_gbps;
   std::vector<uint32_t> nvswitches;
-  if (n.nvlink.striped && n.nvlink.switches > 1 && c.network.topology != Topology::NvlinkNetwork) {
-    // Every chip carries a share of every transfer: one crossbar with the bonded links.
-    int lanes = 0;
-    for (int s = 0; s < n.nvlink.switches; ++s) lanes += c.nvlinks_to_switch(s);
-    const uint32_t sw = g.add_device(DeviceKind::NvSwitch, "nvswitch0-" + str(n.nvlink.switches - 1),
-                                     n.nvlink.switch_latency_ns);
-    nvswitches.push_back(sw);
-    g.devices[sw].chips = static_cast<uint32_t>(n.nvlink.switches);
-    for (int i = 0; i < n.gpus && lanes > 0; ++i)
-      g.connect(static_cast<uint32_t>(i), sw, LinkKind::Nvlink, nvlink.timing(lanes), static_cast<uint32_t>(lanes));
-  } else {
-    for (int s = 0; s < n.nvlink.switches; ++s) {
-      const uint32_t sw = g.add_device(DeviceKind::NvSwitch, "nvswitch" + str(s),
+  // Each NVLink island (the whole node unless node.nvlink.islands splits it) has its own switches.
+  const int islands = std::max(1, n.nvlink.islands), per_island = n.gpus / islands;
+  for (int island = 0; island < islands; ++island) {
+    const std::string suffix = islands > 1 ? ".island" + str(island) : "";
+    const int first = island * per_island, last = first + per_island;
+    if (n.nvlink.striped && n.nvlink.switches > 1 && c.network.topology != Topology::NvlinkNetwork) {
+      // Every chip carries a share of every transfer: one crossbar with the bonded links.
+      int lanes = 0;
+      for (int s = 0; s < n.nvlink.switches; ++s) lanes += c.nvlinks_to_switch(s);
+      const uint32_t sw = g.add_device(DeviceKind::NvSwitch, "nvswitch0-" + str(n.nvlink.switches - 1) + suffix,
                                        n.nvlink.switch_latency_ns);
+      nvswitches.push_back(sw);
+      g.devices[sw].chips = static_cast<uint32_t>(n.nvlink.switches);
+      for (int i = first; i < last && lanes > 0; ++i)
+        g.connect(static_cast<uint32_t>(i), sw, LinkKind::Nvlink, nvlink.timing(lanes), static_cast<uint32_t>(lanes));
+      continue;
+    }
+    for (int s = 0; s < n.nvlink.switches; ++s) {
+      const uint32_t sw = g.add_device(DeviceKind::NvSwitch, "nvswitch" + str(s) + suffix, n.nvlink.switch_latency_ns);
       nvswitches.push_back(sw);
       const int lanes = c.nvlinks_to_switch(s);
       if (lanes <= 0) continue;
-      for (int i = 0; i < n.gpus; ++i)
+      for (int i = first; i < last; ++i)
         g.connect(static_cast<uint32_t>(i), sw, LinkKind::Nvlink, nvlink.timing(lanes), static_cast<uint32_t>(lanes));
     }
   }

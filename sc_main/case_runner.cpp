@@ -1,18 +1,20 @@
 #include "sc_main/case_runner.h"
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <fstream>
 #include <map>
 #include <stdexcept>
 
 namespace tessera::app {
 namespace {
-
 using Clock = std::chrono::steady_clock;
+}  // namespace
 
 pid_t start_child(const ChildRun& run) {
   std::vector<std::string> argv = {"tessera"};
@@ -20,9 +22,12 @@ pid_t start_child(const ChildRun& run) {
   std::vector<char*> cargv;
   for (std::string& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("cannot start a child process (fork failed)");
   if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // the parent died before prctl
     const int fd = open(run.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) {
       dup2(fd, STDOUT_FILENO);
@@ -37,7 +42,9 @@ pid_t start_child(const ChildRun& run) {
   return pid;
 }
 
-}  // namespace
+int child_exit_status(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
 
 void run_children(std::vector<ChildRun>& runs, int jobs, const std::function<void(size_t)>& finished) {
   std::map<pid_t, std::pair<size_t, Clock::time_point>> running;
@@ -53,7 +60,7 @@ void run_children(std::vector<ChildRun>& runs, int jobs, const std::function<voi
     auto it = running.find(pid);
     if (it == running.end()) continue;
     ChildRun& run = runs[it->second.first];
-    run.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    run.status = child_exit_status(status);
     run.wall_s = std::chrono::duration<double>(Clock::now() - it->second.second).count();
     const size_t index = it->second.first;
     running.erase(it);

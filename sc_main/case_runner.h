@@ -2,6 +2,8 @@
 // once, each writing its JSON report (and, for layer cases, its trace) into a scratch folder.
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -14,6 +16,12 @@ struct ChildRun {
   int status = -1;                // exit status (128 + signal when killed)
   double wall_s = 0;
 };
+
+// Starts one child (`tessera` + run.args) with its output going to run.log. The child dies
+// with its parent (a killed sweep leaves no orphan runs behind).
+pid_t start_child(const ChildRun& run);
+// The exit status of a finished child as ChildRun::status counts it (128 + signal when killed).
+int child_exit_status(int wait_status);
 
 // Runs every child (runs[i].args) with at most `jobs` at once; `finished(i)` is called as each
 // ends, in the order they end.

@@ -30,6 +30,9 @@
 #include "sc_main/platform_options.h"
 #include "sc_main/report.h"
 #include "sc_main/simulation.h"
+#include "sc_main/plan_command.h"
+#include "sc_main/search_command.h"
+#include "sc_main/sweep_command.h"
 #include "sc_main/watchdog.h"
 #include "tlm/sockets.h"
 #include "tlm/time_span.h"
@@ -55,6 +58,9 @@ const char* kUsage =
     "  models      list the model zoo\n"
     "  calibrate   measured kernel times from profiler traces (Kineto) into a calibration file\n"
     "  compute     the compute model's time for GEMM shapes, against measured GEMMs\n"
+    "  plan        a pipeline plan (partition, placement, schedule) for unevenly connected GPUs\n"
+    "  search      the fastest strategies of a model on a platform (enumerated, pruned, simulated)\n"
+    "  sweep       many runs from a sweep file (a grid and/or a list), in parallel and over MPI\n"
     "\n"
     "options:\n"
     "  -h, --help  this help; 'tessera <command> --help' for a command's options\n"
@@ -127,21 +133,26 @@ po::options_description run_options(RunSettings& s, const char* title = "tessera
   return all;
 }
 
-// Model and strategy values are text until the workload library reads them: check them here,
-// where the file and line are known.
+// Model and strategy values are text until the workload library reads them: reads one as the
+// run would (workloads::InputError on a bad value).
+void check_workload_option(const std::string& key, const std::string& value) {
+  for (const workloads::OptionInfo& o : workloads::model_override_options())
+    if (o.name == key) {
+      workloads::ModelOverrides scratch;
+      workloads::set_model_override(scratch, key, value);
+    }
+  for (const workloads::OptionInfo& o : workloads::strategy_options())
+    if (o.name == key) {
+      workloads::Strategy scratch;
+      workloads::set_strategy_option(scratch, key, value);
+    }
+}
+
+// The same where the file and line are known.
 void check_workload_value(const std::string& key, const std::string& value,
                           const std::string& path, int line) {
   try {
-    for (const workloads::OptionInfo& o : workloads::model_override_options())
-      if (o.name == key) {
-        workloads::ModelOverrides scratch;
-        workloads::set_model_override(scratch, key, value);
-      }
-    for (const workloads::OptionInfo& o : workloads::strategy_options())
-      if (o.name == key) {
-        workloads::Strategy scratch;
-        workloads::set_strategy_option(scratch, key, value);
-      }
+    check_workload_option(key, value);
   } catch (const workloads::InputError& e) {
     throw input_error(path, line, key, e.what());
   }
@@ -534,6 +545,34 @@ int command_platforms(const std::vector<std::string>& args, std::ostream& out) {
 
 }  // namespace
 
+std::vector<std::string> run_option_args(const std::string& key, const std::string& value) {
+  RunSettings s;
+  const po::options_description desc = run_options(s);
+  const po::option_description* option = desc.find_nothrow(key, false);
+  if (option == nullptr || key == "help") throw InputError("not an option of tessera run");
+  std::vector<std::string> args;
+  if (option->semantic()->max_tokens() == 0) {
+    if (value == "true") args = {"--" + key};
+    else if (value != "false") throw InputError("expects true or false, got '" + value + "'");
+  } else {
+    args = {"--" + key + "=" + value};
+  }
+  po::variables_map vm;
+  store_command_line(args, desc, vm);
+  try {
+    po::notify(vm);
+    check_workload_option(key, value);
+  } catch (const po::error& e) {
+    throw InputError(e.what());
+  } catch (const workloads::InputError& e) {
+    throw InputError(e.what());
+  }
+  platforms::Fidelity fidelity;
+  if (key == "fidelity" && value != "auto" && !platforms::parse_fidelity(value, fidelity))
+    throw InputError("unknown fidelity '" + value + "' (packet, flow or auto)");
+  return args;
+}
+
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   std::vector<std::string> args(argv + 1, argv + argc);
   protocol::set_time_resolution();  // before any platform makes an sc_time
@@ -558,6 +597,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (command == "platforms") return command_platforms(rest, out);
     if (command == "describe") return command_describe(rest, out);
     if (command == "models") return command_models(rest, out);
+    if (command == "sweep") return command_sweep(rest, out, err);
+    if (command == "search") return command_search(rest, out, err);
+    if (command == "plan") return command_plan(rest, out, err);
     throw InputError("unknown command '" + command + "' (try 'tessera --help')");
   } catch (const InputError& e) {
     err << "tessera: error: " << e.what() << "\n";

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <iosfwd>
+#include <string>
+#include <vector>
 
 namespace tessera::app {
 
@@ -14,6 +16,11 @@ enum ExitStatus {
   kOutOfMemory = 4,
   kLimitReached = 5,  // --max-wall-s or --max-memory-gib stopped the run
 };
+
+// For files that hold options of `tessera run` (sweep files): the command-line arguments that
+// set option `key` (a long name without dashes) to `value`, checked as the command line checks
+// them. A switch takes true or false (false: no argument). Throws InputError naming the problem.
+std::vector<std::string> run_option_args(const std::string& key, const std::string& value);
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 

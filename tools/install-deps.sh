@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tessera builds with; does nothing when all are present.
+# OpenMPI (openmpi-bin, libopenmpi-dev) lets `mpirun -np N tessera sweep` share runs among ranks.
 # `install-deps.sh fuzz` adds clang and its libFuzzer runtime, for `make fuzz` only.
 set -euo pipefail
 packages=(cmake make g++ pkg-config libsystemc-dev libboost-program-options-dev libgtest-dev
-          libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev)
+          libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev openmpi-bin libopenmpi-dev)
 [ "${1:-}" = fuzz ] && packages+=(clang libclang-rt-dev)
 missing=()
 for p in "${packages[@]}"; do

@@ -808,7 +808,8 @@ void StageBuilder::build(int stage, std::vector<Chunk>& chunks) {
   }
 
   const std::vector<PipelineStep> steps =
-      pipeline_schedule(s.schedule, s.pp, stage, r_.micro_batches, s.vpp);
+      pipeline_schedule(s.schedule, s.pp, stage, r_.micro_batches, s.vpp,
+                        s.extra_warmup.empty() ? 0 : s.extra_warmup[size_t(stage)]);
   std::vector<int64_t> forwards(chunks.size(), 0), backwards(chunks.size(), 0);
   std::vector<std::pair<const Bucket*, size_t>> deferred;
   for (const PipelineStep& step : steps) {
@@ -1090,6 +1091,88 @@ StageUnits make_stage_units(const ModelSpec& m, const ResolvedStrategy& r) {
   return out;
 }
 
+// Bytes one rank of each pipeline stage holds (docs/workloads.md, "Memory model"); the
+// (micro-batch, chunk) units each stage holds at its peak go to peak_in_flight when given.
+std::vector<MemoryBreakdown> memory_by_stage(const ModelSpec& m, const ResolvedStrategy& r,
+                                             const std::vector<std::vector<Chunk>>& stage_chunks,
+                                             std::vector<int64_t>* peak_in_flight) {
+  const Strategy& s = r.s;
+  const Geometry q = geometry(m, r);
+  const int dp_size = s.dp * s.cp, edp_size = r.edp * s.cp * s.tp;
+  const double eb = q.eb, gb = dtype_bytes(s.grad_dtype);
+  const double ob = (s.dtype == DType::FP32 || s.dtype == DType::TF32) ? 8.0 : 12.0;
+  std::vector<MemoryBreakdown> stage_memory(s.pp);
+  if (peak_in_flight != nullptr) peak_in_flight->resize(s.pp);
+  // The largest single weight tensor of a unit, per rank (ZeRO-3 gathers tensors whole): the
+  // vocabulary matrix V h / e (else the learned positions or the final norm); in a layer QKV,
+  // the projection, fc1 (gate and up fused for SwiGLU), fc2, or one expert's and the router;
+  // a generic layer is one module.
+  const double layer_weight =
+      m.is_generic() ? 0.0
+      : std::max({q.h * (q.h + 2 * q.dkv) / q.t, q.h * q.h / q.t,
+                  m.is_moe() ? std::max({q.mlp_in * q.h * q.fe, q.fe * q.h, q.h * q.E})
+                             : std::max(q.mlp_in * q.h * q.f / q.t, q.f * q.h / q.t)});
+  auto largest_weight = [&](const Unit& u) {
+    if (m.is_generic()) return u.dense + u.expert;
+    if (u.embedding || u.output) return std::max(u.vocab, u.dense - u.vocab);
+    return layer_weight;
+  };
+  for (int stage = 0; stage < s.pp; ++stage) {
+    MemoryBreakdown& mem = stage_memory[stage];
+    const auto& chunks = stage_chunks[stage];
+    double dense = 0, expert = 0, largest_unit = 0, largest_layer = 0, largest_tensor = 0;
+    for (const Chunk& c : chunks)
+      for (const Unit& u : c.units) {
+        dense += u.dense;
+        expert += u.expert;
+        largest_unit = std::max(largest_unit, u.dense + u.expert);
+        if (u.layer >= 0) largest_layer = std::max(largest_layer, u.full_activations);
+        largest_tensor = std::max(largest_tensor, largest_weight(u));
+      }
+    auto sharded = [&](double bytes_per_param, bool shard) {
+      return bytes_per_param * (dense / (shard ? dp_size : 1) + expert / (shard ? edp_size : 1));
+    };
+    mem.params = sharded(eb, s.zero >= 3);
+    mem.grads = sharded(gb, s.zero >= 2);
+    mem.optimizer = sharded(ob, s.zero >= 1);
+    const auto steps = pipeline_schedule(s.schedule, s.pp, stage, r.micro_batches, s.vpp,
+                                         s.extra_warmup.empty() ? 0 : s.extra_warmup[size_t(stage)]);
+    if (peak_in_flight != nullptr) (*peak_in_flight)[stage] = workloads::peak_in_flight(steps);
+    double held = 0;
+    for (const PipelineStep& step : steps) {
+      held += (step.forward ? 1.0 : -1.0) * chunks[step.chunk].activations;
+      mem.activations = std::max(mem.activations, held);
+    }
+    if (s.recompute == Recompute::Full && !m.is_generic()) mem.temporary += largest_layer;
+    if (q.sp) mem.temporary += q.T * q.h * q.eb;
+    if (s.zero == 3) {
+      // ZeRO-3's working buffers, as DeepSpeed holds them with its defaults (docs/workloads.md,
+      // "Memory model"). Parameters are gathered module by module (a Linear's or Embedding's
+      // whole weight: a tensor is never gathered in parts, so the largest one, V h / e for an
+      // unsplit vocabulary, is live at once) and prefetched ahead only while fewer than
+      // stage3_max_live_parameters (1e9) are live; stage3_prefetch_bucket_size only bounds
+      // each prefetch, within that limit. So at most max(1e9, largest tensor) gathered
+      // parameters, and never more than the unit being computed and the next one (what our
+      // program gathers). Backward adds the unsharded
+      // gradient of the module just computed (autograd's output, compute dtype) and the
+      // reduce bucket it is copied into, reduce_bucket_size (5e8) elements (at most the stage's
+      // parameters) in the grad dtype, reduce-scattered into the sharded `grads`. DeepSpeed's
+      // own estimate (estimate_zero3_model_states_mem_needs) likewise charges 4 bytes per
+      // parameter of the largest layer on top of the sharded states. The whole unit's
+      // parameters twice plus its unsharded gradients, as before, gave GPT 530B at dp 640 a
+      // 5e9-parameter layer three times over (37.5 GiB) where DeepSpeed ran it on 80 GB GPUs.
+      constexpr double kMaxLiveParameters = 1e9;     // stage3_max_live_parameters
+      constexpr double kReduceBucketElements = 5e8;  // reduce_bucket_size
+      const double gathered = std::min(2 * largest_unit, std::max(kMaxLiveParameters, largest_tensor));
+      const double bucket = std::min(kReduceBucketElements, dense + expert);
+      mem.temporary += eb * gathered + eb * largest_tensor + gb * bucket;
+    }
+    if (s.zero == 2) mem.temporary += s.bucket_mb * 1024.0 * 1024.0;
+    mem.peak = mem.params + mem.grads + mem.optimizer + mem.activations + mem.temporary;
+  }
+  return stage_memory;
+}
+
 CompiledJob compile(const ModelSpec& m, const Strategy& strategy, int gpus,
                     const Framework& framework) {
   CompiledJob out;
@@ -1139,76 +1222,7 @@ CompiledJob compile(const ModelSpec& m, const Strategy& strategy, int gpus,
   }
 
   // ---- memory ----
-  const double eb = q.eb, gb = dtype_bytes(s.grad_dtype);
-  const double ob = (s.dtype == DType::FP32 || s.dtype == DType::TF32) ? 8.0 : 12.0;
-  std::vector<MemoryBreakdown> stage_memory(s.pp);
-  out.peak_in_flight.resize(s.pp);
-  // The largest single weight tensor of a unit, per rank (ZeRO-3 gathers tensors whole): the
-  // vocabulary matrix V h / e (else the learned positions or the final norm); in a layer QKV,
-  // the projection, fc1 (gate and up fused for SwiGLU), fc2, or one expert's and the router;
-  // a generic layer is one module.
-  const double layer_weight =
-      m.is_generic() ? 0.0
-      : std::max({q.h * (q.h + 2 * q.dkv) / q.t, q.h * q.h / q.t,
-                  m.is_moe() ? std::max({q.mlp_in * q.h * q.fe, q.fe * q.h, q.h * q.E})
-                             : std::max(q.mlp_in * q.h * q.f / q.t, q.f * q.h / q.t)});
-  auto largest_weight = [&](const Unit& u) {
-    if (m.is_generic()) return u.dense + u.expert;
-    if (u.embedding || u.output) return std::max(u.vocab, u.dense - u.vocab);
-    return layer_weight;
-  };
-  for (int stage = 0; stage < s.pp; ++stage) {
-    MemoryBreakdown& mem = stage_memory[stage];
-    const auto& chunks = stage_chunks[stage];
-    double dense = 0, expert = 0, largest_unit = 0, largest_layer = 0, largest_tensor = 0;
-    for (const Chunk& c : chunks)
-      for (const Unit& u : c.units) {
-        dense += u.dense;
-        expert += u.expert;
-        largest_unit = std::max(largest_unit, u.dense + u.expert);
-        if (u.layer >= 0) largest_layer = std::max(largest_layer, u.full_activations);
-        largest_tensor = std::max(largest_tensor, largest_weight(u));
-      }
-    auto sharded = [&](double bytes_per_param, bool shard) {
-      return bytes_per_param * (dense / (shard ? dp_size : 1) + expert / (shard ? edp_size : 1));
-    };
-    mem.params = sharded(eb, s.zero >= 3);
-    mem.grads = sharded(gb, s.zero >= 2);
-    mem.optimizer = sharded(ob, s.zero >= 1);
-    const auto steps = pipeline_schedule(s.schedule, s.pp, stage, r.micro_batches, s.vpp);
-    out.peak_in_flight[stage] = peak_in_flight(steps);
-    double held = 0;
-    for (const PipelineStep& step : steps) {
-      held += (step.forward ? 1.0 : -1.0) * chunks[step.chunk].activations;
-      mem.activations = std::max(mem.activations, held);
-    }
-    if (s.recompute == Recompute::Full && !m.is_generic()) mem.temporary += largest_layer;
-    if (q.sp) mem.temporary += q.T * q.h * q.eb;
-    if (s.zero == 3) {
-      // ZeRO-3's working buffers, as DeepSpeed holds them with its defaults (docs/workloads.md,
-      // "Memory model"). Parameters are gathered module by module (a Linear's or Embedding's
-      // whole weight: a tensor is never gathered in parts, so the largest one, V h / e for an
-      // unsplit vocabulary, is live at once) and prefetched ahead only while fewer than
-      // stage3_max_live_parameters (1e9) are live; stage3_prefetch_bucket_size only bounds
-      // each prefetch, within that limit. So at most max(1e9, largest tensor) gathered
-      // parameters, and never more than the unit being computed and the next one (what our
-      // program gathers). Backward adds the unsharded
-      // gradient of the module just computed (autograd's output, compute dtype) and the
-      // reduce bucket it is copied into, reduce_bucket_size (5e8) elements (at most the stage's
-      // parameters) in the grad dtype, reduce-scattered into the sharded `grads`. DeepSpeed's
-      // own estimate (estimate_zero3_model_states_mem_needs) likewise charges 4 bytes per
-      // parameter of the largest layer on top of the sharded states. The whole unit's
-      // parameters twice plus its unsharded gradients, as before, gave GPT 530B at dp 640 a
-      // 5e9-parameter layer three times over (37.5 GiB) where DeepSpeed ran it on 80 GB GPUs.
-      constexpr double kMaxLiveParameters = 1e9;     // stage3_max_live_parameters
-      constexpr double kReduceBucketElements = 5e8;  // reduce_bucket_size
-      const double gathered = std::min(2 * largest_unit, std::max(kMaxLiveParameters, largest_tensor));
-      const double bucket = std::min(kReduceBucketElements, dense + expert);
-      mem.temporary += eb * gathered + eb * largest_tensor + gb * bucket;
-    }
-    if (s.zero == 2) mem.temporary += s.bucket_mb * 1024.0 * 1024.0;
-    mem.peak = mem.params + mem.grads + mem.optimizer + mem.activations + mem.temporary;
-  }
+  const std::vector<MemoryBreakdown> stage_memory = memory_by_stage(m, r, stage_chunks, &out.peak_in_flight);
   out.memory.resize(layout.world);
   for (int rank = 0; rank < layout.world; ++rank) out.memory[rank] = stage_memory[out.stage_of_rank[rank]];
 
@@ -1220,6 +1234,11 @@ CompiledJob compile(const ModelSpec& m, const Strategy& strategy, int gpus,
   job.info.model_flops = flops.model;
   job.info.hardware_flops = flops.hardware;
   return out;
+}
+
+std::vector<MemoryBreakdown> estimate_stage_memory(const ModelSpec& model, const Strategy& strategy, int gpus) {
+  const ResolvedStrategy r = resolve(model, strategy, gpus);
+  return memory_by_stage(model, r, make_stage_units(model, r).stage_chunks, nullptr);
 }
 
 FlopCount count_flops(const Job& job) {

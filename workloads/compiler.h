@@ -62,6 +62,11 @@ struct CompiledJob {
 CompiledJob compile(const ModelSpec& model, const Strategy& strategy, int gpus = 0,
                     const Framework& framework = Framework{});
 
+// The memory one rank of each pipeline stage needs, as compile() counts it (the same code),
+// without building the programs: for searches that check thousands of strategies. Throws
+// InputError on an impossible strategy, as compile() does.
+std::vector<MemoryBreakdown> estimate_stage_memory(const ModelSpec& model, const Strategy& strategy, int gpus);
+
 // Throws OutOfMemoryError "out of memory on rank R: needs X GiB, has Y GiB" for the first rank
 // whose peak exceeds hbm_bytes.
 void check_memory(const CompiledJob& compiled, double hbm_bytes);

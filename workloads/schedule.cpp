@@ -19,7 +19,7 @@ PipelineStep interleaved_unit(int64_t k, bool forward, int stages, int chunks) {
 }  // namespace
 
 std::vector<PipelineStep> pipeline_schedule(Schedule schedule, int stages, int stage,
-                                            int64_t micro_batches, int chunks) {
+                                            int64_t micro_batches, int chunks, int64_t extra_warmup) {
   std::vector<PipelineStep> steps;
   steps.reserve(2 * micro_batches * chunks);
   if (schedule == Schedule::GPipe) {
@@ -36,7 +36,7 @@ std::vector<PipelineStep> pipeline_schedule(Schedule schedule, int stages, int s
   } else {
     warmup = stages - stage - 1;
   }
-  warmup = std::min(warmup, units);
+  warmup = std::min(warmup + extra_warmup, units);
   const int64_t steady = units - warmup;
   auto unit = [&](int64_t k, bool forward) {
     if (schedule == Schedule::Interleaved) return interleaved_unit(k, forward, stages, chunks);

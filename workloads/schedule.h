@@ -22,8 +22,9 @@ struct PipelineStep {
 //    then the cool-down backwards;
 //  - interleaved 1F1B (Megatron-LM): as 1F1B over micro-batch x chunk units, groups of `stages`
 //    micro-batches per chunk; needs micro_batches % stages == 0.
+// extra_warmup: forwards beyond the warm-up (1F1B and interleaved), at most every unit.
 std::vector<PipelineStep> pipeline_schedule(Schedule schedule, int stages, int stage,
-                                            int64_t micro_batches, int chunks);
+                                            int64_t micro_batches, int chunks, int64_t extra_warmup = 0);
 
 // The most (micro-batch, chunk) units whose activations a stage holds at once under the
 // schedule; 1F1B's first stage holds `stages` of them, GPipe's every micro-batch.

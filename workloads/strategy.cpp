@@ -187,6 +187,11 @@ const std::vector<OptionSetter>& setters() {
          s.stage_layers.clear();
          for (const std::string& part : split(v, ',')) s.stage_layers.push_back(parse_int(k, part, 0));
        }},
+      {{"extra-warmup", "forwards each pipeline stage runs ahead of its schedule's warm-up, comma list (non-increasing)"},
+       [](Strategy& s, auto& k, auto& v) {
+         s.extra_warmup.clear();
+         for (const std::string& part : split(v, ',')) s.extra_warmup.push_back(parse_int(k, part, 0));
+       }},
       {{"first-stage-layers", "layers of the first pipeline stage (uneven partition)"},
        [](Strategy& s, auto& k, auto& v) { s.first_stage_layers = parse_int(k, v, 1); }},
       {{"last-stage-layers", "layers of the last pipeline stage (uneven partition)"},
@@ -328,6 +333,16 @@ ResolvedStrategy resolve(const ModelSpec& m, const Strategy& input, int gpus) {
            str(s.pp) + ")");
   } else if (s.vpp != 1) {
     fail("vpp (" + str(s.vpp) + ") > 1 needs --schedule interleaved, got " + to_string(s.schedule));
+  }
+  if (!s.extra_warmup.empty()) {
+    if (int64_t(s.extra_warmup.size()) != s.pp)
+      fail("extra-warmup lists " + str(s.extra_warmup.size()) + " stages, pp is " + str(s.pp));
+    if (s.schedule == Schedule::GPipe) fail("extra-warmup needs 1f1b or interleaved (gpipe runs every forward first)");
+    for (size_t i = 1; i < s.extra_warmup.size(); ++i)
+      if (s.extra_warmup[i] > s.extra_warmup[i - 1])
+        fail("extra-warmup must not increase from one stage to the next (stage " + str(int64_t(i)) + ": " +
+             str(s.extra_warmup[i]) + " > " + str(s.extra_warmup[i - 1]) + "): the stage would wait for a backward its "
+             "predecessor has not started");
   }
   r.virtual_stages = s.pp * s.vpp;
   const int64_t L = m.layers;

@@ -53,6 +53,11 @@ struct Strategy {
   // Strategy tree: layers per virtual pipeline stage (pp * vpp entries, in pipeline order);
   // empty: even, after first/last_stage_layers are taken out.
   std::vector<int64_t> stage_layers;
+  // Forwards a pipeline stage runs ahead beyond its schedule's warm-up (1F1B, interleaved), one
+  // entry per stage, never increasing from a stage to the next (so no stage waits on a backward
+  // that cannot come); empty: none. More micro-batches in flight hide slow stage-to-stage
+  // transfers at the cost of their activations (tessera plan, docs/planning.md).
+  std::vector<int64_t> extra_warmup;
   int64_t first_stage_layers = 0;  // 0: even share
   int64_t last_stage_layers = 0;   // 0: even share
   // Strategy tree: tensor-parallel size of the vocabulary-parallel part (input embedding,
