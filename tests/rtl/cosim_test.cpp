@@ -15,6 +15,7 @@
 #include "platforms/platform_file.h"
 #include "tests/rtl/cosim_scenario.h"
 #include "tests/rtl/reference_arbiter.h"
+#include "tests/support/platform_configs.h"
 
 namespace tessera {
 namespace {
@@ -187,6 +188,82 @@ TEST(RtlContract, TheCorrectBlockPassesWhereTheBrokenOnesFail) {
   p.gpu_buffer_bytes = 128 * 1024;
   const CosimRun r = run_recorded(with_rtl(p), testing::transfers(8, incast(8, 0), MiB));
   EXPECT_TRUE(r.ok()) << r.error();
+}
+
+// --- The rate limiter --------------------------------------------------------------------------
+
+// Nodes of one GPU and one 400 Gb/s NIC on a fat tree; node 0 receives.
+PlatformConfig single_gpu_nodes(int nodes) {
+  return testing::single_gpu_nodes(nodes, platforms::Topology::FatTree, 16, 1.0, 2);
+}
+
+PlatformConfig rate_limited(PlatformConfig p, double gbit_per_s) {
+  p.node.nics.rate_limiter = "rtl";
+  p.node.nics.rate_limit_gbit_per_s = gbit_per_s;
+  p.validate();
+  return p;
+}
+
+// Payload bytes/s of `gbit_per_s` on the wire of a NIC (MTU packets with their headers).
+double payload_rate(const PlatformConfig& p, double gbit_per_s) {
+  const auto& n = p.node.nics;
+  return gbit_per_s / 8 * 1e9 * n.mtu_bytes / (n.mtu_bytes + n.header_bytes);
+}
+
+TEST(RtlRateLimiter, CapsAnIncastAtTheConfiguredRate) {
+  // Four senders, each on its own node, to node 0. Unlimited, they share the receiver's NIC
+  // (400 Gb/s). Limited to 50 Gb/s per NIC, each sends at 50 Gb/s after its bucket's burst.
+  const uint64_t S = 8 * MiB;
+  PlatformConfig p = single_gpu_nodes(5);
+  p.node.nics.rate_limit_burst_bytes = 256 * 1024;
+  const workloads::Job job = testing::transfers(5, {{1, 0}, {2, 0}, {3, 0}, {4, 0}}, S);
+  const CosimRun free = run_recorded(p, job), limited = run_recorded(rate_limited(p, 50), job);
+  ASSERT_TRUE(free.ok()) << free.error();
+  ASSERT_TRUE(limited.ok()) << limited.error();
+  const double t_free = free.summary["iteration_time_s"], t_limited = limited.summary["iteration_time_s"];
+  const double line = payload_rate(p, p.node.nics.line_rate_gbit_per_s);
+  EXPECT_NEAR(4 * S / t_free, line, 0.03 * line);  // the receiver's NIC
+  // A sender's S payload bytes are S x (MTU + headers) / MTU on the wire; the bucket lets the
+  // first 256 KiB go at once, the rest at 50 Gb/s.
+  const auto& n = p.node.nics;
+  const double wire = double(S) * (n.mtu_bytes + n.header_bytes) / n.mtu_bytes;
+  const double shaped = (wire - p.node.nics.rate_limit_burst_bytes) / (50 / 8.0 * 1e9);
+  EXPECT_GE(t_limited, shaped);
+  EXPECT_NEAR(t_limited, shaped, 0.02 * shaped);
+  // The incast's throughput: four times the rate, half the line rate.
+  EXPECT_NEAR(4 * S / t_limited, 4 * payload_rate(p, 50), 0.05 * 4 * payload_rate(p, 50));
+  // Every chunk of every sender went through a rate limiter.
+  uint64_t allowed = 0;
+  for (const auto& port : limited.summary["rtl"]) allowed += port["decisions"].get<uint64_t>();
+  EXPECT_EQ(allowed, 4 * S / (128 * 1024));
+}
+
+TEST(RtlRateLimiter, ChangesNothingBelowItsRate) {
+  // A limit above the line rate: the bucket never runs dry, every chunk leaves when the port
+  // would have sent it, and the transfers finish when they do unlimited. (Which of two chunks
+  // that reach a leaf switch at the same picosecond goes first is the kernel's order of
+  // simultaneous events, which the limiter's delta cycles may change: the finish times are
+  // compared as a set.)
+  const PlatformConfig p = single_gpu_nodes(5);
+  const workloads::Job job = testing::transfers(5, {{1, 0}, {2, 0}, {3, 0}, {4, 0}}, 4 * MiB);
+  const CosimRun free = run_recorded(p, job), limited = run_recorded(rate_limited(p, 800), job);
+  ASSERT_TRUE(free.ok()) << free.error();
+  ASSERT_TRUE(limited.ok()) << limited.error();
+  EXPECT_EQ(free.summary["iteration_time_s"], limited.summary["iteration_time_s"]);
+  auto sorted = [](const nlohmann::json& j) {
+    std::vector<double> v = j.get<std::vector<double>>();
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  EXPECT_EQ(sorted(free.summary["finish_s"]), sorted(limited.summary["finish_s"]));
+  EXPECT_EQ(free.summary["total_link_bytes"], limited.summary["total_link_bytes"]);
+}
+
+TEST(RtlRateLimiter, ChangesNothingInsideANode) {
+  // NVLink traffic never crosses a NIC: a node's all-reduce is the same with its NICs limited.
+  const PlatformConfig p = node();
+  const workloads::Job job = testing::one_collective(8, workloads::CollectiveKind::AllReduce, 16 * MiB);
+  expect_same_run(run_recorded(p, job), run_recorded(rate_limited(p, 10), job));
 }
 
 }  // namespace
