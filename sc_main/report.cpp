@@ -175,8 +175,7 @@ ordered_json report_json(const platforms::PlatformConfig& platform, const worklo
   j["simulation"] = {{"fidelity", platforms::fidelity_name(r.fidelity)},
                      {"iterations", r.iterations},
                      {"fabric_transactions", r.transactions},
-                     {"flows", r.flows},
-                     {"wall_time_s", r.wall_s}};
+                     {"flows", r.flows}};
   if (!r.rtl.empty()) j["rtl"] = rtl_json(r);
   return j;
 }
