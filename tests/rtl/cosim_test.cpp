@@ -119,6 +119,41 @@ TEST(RtlArbiter, IncastWithBackpressureGivesTheCxxGrants) {
   expect_same_run(run_recorded(p, job), run_recorded(with_rtl(p), job), false);
 }
 
+TEST(RtlArbiter, NetworkSwitchPortsFinishWithinAFlitTimePerPacket) {
+  // Four single-GPU nodes on a two-tier fat tree, a permutation across the leaves: the network
+  // switches' ports on rr_arbiter, then only port 0 of each. Nodes 0 and 1 (and 2 and 3) are
+  // symmetric, so their chunks reach their leaf's uplink at the same picosecond; which goes
+  // first is the kernel's order of simultaneous events, which the transactor's delta cycles can
+  // change (docs/cosim.md). The transfers then end within one flit time (64 B at 50 GB/s) per
+  // packet and RTL port crossed of the C++ times, and the run ends at the same picosecond.
+  const uint64_t S = 4 * MiB;
+  const PlatformConfig p = testing::single_gpu_nodes(4, platforms::Topology::FatTree, 4, 1.0, 2);
+  const workloads::Job job = testing::transfers(4, permutation(4, 2), S);
+  PlatformConfig all = p, first = p;
+  all.network.switch_arbiter.arbiter = "rtl";
+  first.network.switch_arbiter.arbiter = "rtl";
+  first.network.switch_arbiter.ports = {0};
+  const CosimRun cxx = run_recorded(p, job), rtl = run_recorded(all, job), one = run_recorded(first, job);
+  ASSERT_TRUE(cxx.ok()) << cxx.error();
+  ASSERT_TRUE(rtl.ok()) << rtl.error();
+  ASSERT_TRUE(one.ok()) << one.error();
+  EXPECT_EQ(cxx.summary["iteration_time_s"], rtl.summary["iteration_time_s"]);
+  const double flit = 64 / 50e9, packets = double(S) / (128 * 1024), hops = 3;
+  for (size_t r = 0; r < 4; ++r) {
+    const double a = cxx.summary["finish_s"][r], b = rtl.summary["finish_s"][r], c = one.summary["finish_s"][r];
+    EXPECT_NEAR(b, a, packets * hops * flit) << "rank " << r;
+    EXPECT_NEAR(c, a, packets * hops * flit) << "rank " << r;
+  }
+  // Every port of every network switch, then port 0 of each.
+  size_t network = 0, first_ports = 0;
+  for (const auto& port : rtl.summary["rtl"]) network += port["port"].get<std::string>().rfind("platform.network.", 0) == 0;
+  for (const auto& port : one.summary["rtl"]) first_ports += port["port"].get<std::string>().find(".out0") != std::string::npos;
+  EXPECT_EQ(network, rtl.summary["rtl"].size());
+  EXPECT_EQ(network, 8u);  // two leaves of three ports, a spine of two
+  EXPECT_EQ(first_ports, one.summary["rtl"].size());
+  EXPECT_EQ(first_ports, 3u);
+}
+
 // --- Where simultaneous events meet ---------------------------------------------------------
 
 // An NVLS all-reduce: the switch reduces and multicasts, and many chunks reach it at the same
