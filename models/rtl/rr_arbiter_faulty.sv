@@ -3,6 +3,7 @@
 //   1  two grants at once: the input after the granted one is granted too when it requests
 //   2  a grant with no request: the input at the pointer is granted whether it requests or not
 //   3  credits ignored: grants while the downstream buffer is full
+//   4  never grants: requests with credits wait forever
 module rr_arbiter_faulty #(
   parameter int PORTS = 8,
   parameter int FAULT = 1
@@ -30,6 +31,7 @@ module rr_arbiter_faulty #(
   always_comb begin
     if (FAULT == 1) gnt = good | ({good[PORTS-2:0], good[PORTS-1]} & req);
     else if (FAULT == 2) gnt = (credit_ok && req != '0) ? pointer : '0;
+    else if (FAULT == 4) gnt = '0;
     else gnt = good;
   end
 endmodule

@@ -218,6 +218,15 @@ TEST(RtlContract, AGrantIgnoringCreditsIsCaught) {
   EXPECT_NE(e.find("while credit_ok = 0"), std::string::npos) << e;
 }
 
+TEST(RtlContract, AnArbiterThatNeverGrantsIsCaught) {
+  const std::string e = failure_with("rr_arbiter_faulty_never_grants", node(), testing::transfers(8, incast(8, 0), MiB));
+  EXPECT_NE(e.find("RTL block rr_arbiter_faulty_never_grants at platform.node0.nvswitch0-3.out0"), std::string::npos) << e;
+  // The reset cycle, then 1025 edges with requests and a credit (the clock runs while they wait).
+  EXPECT_NE(e.find("at cycle 1026 "), std::string::npos) << e;
+  EXPECT_NE(e.find("a request with a credit is granted: req = 0xfe (inputs 1, 2, 3, 4, 5, 6, 7) and credit_ok = 1 for 1025 cycles"),
+            std::string::npos) << e;
+}
+
 TEST(RtlContract, TheCorrectBlockPassesWhereTheBrokenOnesFail) {
   PlatformConfig p = node();
   p.gpu_buffer_bytes = 128 * 1024;
