@@ -282,6 +282,21 @@ TEST(RtlRateLimiter, CapsAnIncastAtTheConfiguredRate) {
   EXPECT_EQ(allowed, 4 * S / (128 * 1024));
 }
 
+TEST(RtlRateLimiter, ALimiterAboveItsRateIsCaught) {
+  // A limiter that lets every chunk go: its bucket of 256 KiB is empty after two chunks, and
+  // the third leaves without its tokens.
+  PlatformConfig p = single_gpu_nodes(2);
+  p.node.nics.rate_limit_burst_bytes = 256 * 1024;
+  p = rate_limited(p, 50);
+  p.node.nics.rate_limiter = "rtl:token_bucket_faulty_above_rate";
+  const CosimRun r = run_recorded(p, testing::transfers(2, {{1, 0}}, MiB));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("RTL block token_bucket_faulty_above_rate at platform.node1.nic0.out1 broke the rate "
+                           "limiter contract at cycle 4 "),
+            std::string::npos) << r.error();
+  EXPECT_NE(r.error().find("never above the rate: allowed a chunk of 2081 flits with "), std::string::npos) << r.error();
+}
+
 TEST(RtlRateLimiter, ChangesNothingBelowItsRate) {
   // A limit above the line rate: the bucket never runs dry, every chunk leaves when the port
   // would have sent it, and the transfers finish when they do unlimited. (Which of two chunks
