@@ -72,6 +72,19 @@ TEST(CosimCli, APlatformFileNamesTheVerilogFile) {
             std::string::npos) << bad.err;
 }
 
+TEST(CosimCli, DescribeNamesTheBlocksAtPorts) {
+  const auto r = tessera("describe --rtl-arbiter nvswitch --set node.nvswitch.arbiter_ports=[0,3] "
+                         "--set node.nics.rate_limiter=rtl --set node.nics.rate_limit_gbit_per_s=100");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("rtl blocks (docs/cosim.md):\n  node.nvswitch.arbiter: rr_arbiter (arbiter, PORTS 64, "
+                       "rr_arbiter from "),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("models/rtl/rr_arbiter.sv); ports 0, 3; 16-byte flits\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  node.nics.rate_limiter: token_bucket (rate limiter, token_bucket from "), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("; 100 Gb/s, burst 1048576 bytes; 64-byte flits\n"), std::string::npos) << r.out;
+}
+
 TEST(CosimCli, BadRequestsAreInputErrors) {
   auto r = tessera("run --rtl-arbiter nvswitch:no_such_block");
   EXPECT_EQ(r.status, 2);
