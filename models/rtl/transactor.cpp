@@ -78,6 +78,11 @@ void Transactor::step() {
         sc_core::next_trigger(wake_);
         return;
       }
+      if (sc_core::sc_time_stamp() < earliest_) {  // woken early (a refresh was pending)
+        wake_.notify(earliest_ - sc_core::sc_time_stamp());
+        sc_core::next_trigger(wake_);
+        return;
+      }
       snapshot();
       drive();
       phase_ = Phase::Settle;
