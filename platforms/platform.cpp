@@ -5,6 +5,9 @@
 #include <stdexcept>
 
 #include "models/nic/nic.h"
+#include "models/rtl/arbiter_port.h"
+#include "models/rtl/rate_limiter_port.h"
+#include "models/rtl/registry.h"
 #include "models/switch/network_switch.h"
 #include "models/switch/nvswitch.h"
 #include "models/switch/pcie_switch.h"
@@ -160,6 +163,8 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
   collectives.fabric = fabric_facts(config_);
   collectives.trees = trees_.get();
   const bool packet = fidelity_ == Fidelity::Packet;
+  if (!packet && config_.uses_rtl())
+    throw std::invalid_argument("RTL blocks sit at ports, which flow fidelity does not have: run them with --fidelity packet");
   if (!packet) {
     // Flows have no switch module to reduce in; schedules run in their steady state.
     collectives.fabric.in_switch_reduction = false;
@@ -292,6 +297,64 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
     connect(net_egress(l.b, l.b_port), net_ingress(l.a, l.a_port),
             net.graph.devices[l.b].name + ".up" + std::to_string(l.b_port), l.timing, l.kind);
   }
+  if (config_.uses_rtl()) attach_rtl(chunk);
+}
+
+void Platform::attach_rtl(uint64_t chunk_bytes) {
+  const PlatformGraph& topology = routed_->graph;
+  const Graph& ng = topology.node.graph;
+  const Network& net = topology.network;
+  // The ports `spec` names on a switch of `ports` ports.
+  auto selected = [](const ArbiterSpec& spec, unsigned ports, const std::string& key, const std::string& module) {
+    std::vector<unsigned> out;
+    if (spec.ports.empty())
+      for (unsigned p = 0; p < ports; ++p) out.push_back(p);
+    for (int p : spec.ports) {
+      if (p < 0 || unsigned(p) >= ports)
+        throw std::invalid_argument(key + ".arbiter_ports: " + module + " has no port " + std::to_string(p) +
+                                    " (ports 0 to " + std::to_string(ports - 1) + ")");
+      out.push_back(unsigned(p));
+    }
+    return out;
+  };
+  auto arbiters = [&](models::Crossbar& module, const ArbiterSpec& spec, const std::string& key) {
+    const rtl::BlockInfo& block = rtl::resolve(rtl::BlockKind::Arbiter, spec.arbiter);
+    InGroup in_module(module);
+    for (unsigned p : selected(spec, module.ports(), key, module.name())) {
+      models::EgressPort& port = module.egress(p);
+      rtl_ports_.push_back(std::make_unique<rtl::ArbiterPort>(
+          ("out" + std::to_string(p) + "_rtl").c_str(), port, block,
+          rtl::Transactor::clock_period(port, spec.flit_bytes)));
+    }
+  };
+  const NicSpec& nic = config_.node.nics;
+  for (uint32_t n = 0; n < topology.nodes; ++n)
+    for (uint32_t v = topology.node.gpus; v < ng.devices.size(); ++v) {
+      models::Crossbar& module = *switches_[size_t(n) * node_crossbars_ + node_module_[v]];
+      if (ng.devices[v].kind == DeviceKind::NvSwitch && config_.node.nvswitch.rtl())
+        arbiters(module, config_.node.nvswitch, "node.nvswitch");
+      if (ng.devices[v].kind != DeviceKind::Nic || !nic.rate_limited()) continue;
+      const rtl::BlockInfo& block = rtl::resolve(rtl::BlockKind::RateLimiter, nic.rate_limiter);
+      InGroup in_module(module);
+      for (unsigned p = ng.ports(v); p < module.ports(); ++p) {
+        models::EgressPort& port = module.egress(p);
+        const rtl::RateLimit limit = rtl::RateLimiterPort::limit_for(
+            port, nic.rate_limit_gbit_per_s / 8 * 1e9, nic.rate_limit_burst_bytes, nic.flit_bytes);
+        const double chunk_flits = std::ceil(port.link()->timing().wire_bytes(chunk_bytes) / nic.flit_bytes);
+        if (chunk_flits > limit.burst_flits)
+          throw std::invalid_argument("node.nics.rate_limit_burst_bytes: " + std::to_string(nic.rate_limit_burst_bytes) +
+                                      " bytes hold less than one chunk on the wire (" +
+                                      std::to_string(uint64_t(chunk_flits) * nic.flit_bytes) +
+                                      " bytes): it could never leave");
+        rtl_ports_.push_back(std::make_unique<rtl::RateLimiterPort>(
+            ("out" + std::to_string(p) + "_rtl").c_str(), port, block,
+            rtl::Transactor::clock_period(port, nic.flit_bytes), limit));
+      }
+    }
+  if (!config_.network.switch_arbiter.rtl()) return;
+  for (uint32_t x = net.gateways; x < net.graph.devices.size(); ++x)
+    arbiters(*switches_[size_t(topology.nodes) * node_crossbars_ + x - net.gateways], config_.network.switch_arbiter,
+             "network.switch");
 }
 
 Platform::~Platform() = default;
@@ -311,6 +374,7 @@ void Platform::connect(models::EgressPort& from, models::IngressPort& to, const 
   links_.push_back(std::make_unique<models::Link>(name, timing, link_kind_name(kind)));
   from.socket.bind(to.socket);
   from.attach(*links_.back());
+  from.set_downstream(to);
 }
 
 }  // namespace tessera::platforms

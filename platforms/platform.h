@@ -14,6 +14,7 @@
 #include "models/flow/flow_fabric.h"
 #include "models/gpu/gpu.h"
 #include "models/link/link.h"
+#include "models/rtl/transactor.h"
 #include "models/switch/crossbar.h"
 #include "platforms/aggregation.h"
 #include "platforms/flow_paths.h"
@@ -64,6 +65,8 @@ class Platform : public sc_core::sc_module {
   const models::Gpu& gpu(size_t rank) const { return *gpus_[rank]; }
   const std::vector<std::unique_ptr<models::Link>>& links() const { return links_; }
   const std::vector<std::unique_ptr<models::Crossbar>>& switches() const { return switches_; }
+  // The RTL blocks at ports (docs/cosim.md), in the order of the switches and their ports.
+  const std::vector<std::unique_ptr<rtl::Transactor>>& rtl_ports() const { return rtl_ports_; }
 
  private:
   struct NodeRouter;
@@ -73,6 +76,8 @@ class Platform : public sc_core::sc_module {
   models::IngressPort& ingress(uint32_t node, uint32_t device, uint32_t port);
   void connect(models::EgressPort& from, models::IngressPort& to, const std::string& name,
                const protocol::LinkTiming& timing, LinkKind kind);
+  // Puts the RTL blocks the config names at their ports (after the links are bound).
+  void attach_rtl(uint64_t chunk_bytes);
 
   PlatformConfig config_;
   Fidelity fidelity_;
@@ -84,6 +89,7 @@ class Platform : public sc_core::sc_module {
   std::vector<uint32_t> node_module_;   // template device -> index among a node's crossbars
   uint32_t node_crossbars_ = 0;
   std::vector<std::unique_ptr<models::Link>> links_;
+  std::vector<std::unique_ptr<rtl::Transactor>> rtl_ports_;
   std::deque<NodeRouter> node_routers_;
   std::deque<NetworkRouter> network_routers_;
   std::unique_ptr<RoutedPaths> flow_paths_;

@@ -1,5 +1,6 @@
 #include "platforms/platform_config.h"
 
+#include "models/rtl/registry.h"
 #include "workloads/limits.h"
 
 #include <cctype>
@@ -268,6 +269,25 @@ void check_size(const PlatformConfig& c) {
 
 }  // namespace
 
+// An RTL block choice names a block of this build of the right kind (registry.h).
+void check_rtl_block(const std::string& value, rtl::BlockKind kind, const std::string& key) {
+  try {
+    rtl::resolve(kind, value);
+  } catch (const std::invalid_argument& e) {
+    fail(key, e.what());
+  }
+}
+
+void check_arbiter(const ArbiterSpec& a, const std::string& section, bool has_switches, const char* none) {
+  in_range(double(a.flit_bytes), section + ".flit_bytes", limits::integers(1, 1 << 20));
+  for (size_t i = 0; i < a.ports.size(); ++i)
+    in_range(double(a.ports[i]), section + ".arbiter_ports[" + std::to_string(i) + "]",
+             limits::integers(0, limits::kMaxGpusPerNode));
+  if (!a.rtl()) return;
+  if (!has_switches) fail(section + ".arbiter", std::string("an RTL arbiter, but ") + none);
+  check_rtl_block(a.arbiter, rtl::BlockKind::Arbiter, section + ".arbiter");
+}
+
 void PlatformConfig::validate() const {
   check_size(*this);
 
@@ -359,6 +379,18 @@ void PlatformConfig::validate() const {
     if (nic.mtu_bytes == 0) fail("node.nics.mtu_bytes", "must be positive, got 0");
     latency_ns(nic.message_overhead_ns, "node.nics.message_overhead_ns");
     latency_ns(nic.latency_ns, "node.nics.latency_ns");
+  }
+
+  // RTL blocks (docs/cosim.md).
+  check_arbiter(node.nvswitch, "node.nvswitch", nv.switches > 0, "the node has no NVSwitch (node.nvlink.switches is 0)");
+  check_arbiter(network.switch_arbiter, "network.switch", network.topology != Topology::None,
+                "there is no network (network.topology is none)");
+  in_range(double(nic.flit_bytes), "node.nics.flit_bytes", limits::integers(1, 1 << 20));
+  if (nic.rate_limited()) {
+    if (nic.count == 0) fail("node.nics.rate_limiter", "an RTL rate limiter, but the node has no NICs");
+    rate(nic.rate_limit_gbit_per_s, "node.nics.rate_limit_gbit_per_s");
+    in_range(double(nic.rate_limit_burst_bytes), "node.nics.rate_limit_burst_bytes", kBufferBytes);
+    check_rtl_block(nic.rate_limiter, rtl::BlockKind::RateLimiter, "node.nics.rate_limiter");
   }
 
   in_range(node.host.memory_gib, "node.host.memory_gib", kGib);

@@ -55,6 +55,18 @@ struct PcieTree {
   double root_complex_latency_ns = 300.0;  // peer-to-peer through the host
 };
 
+// Which arbiter decides a switch's output ports (docs/cosim.md): the egress port's own C++
+// round-robin ("c++"), or an RTL block through its transactor: "rtl" (the built-in rr_arbiter),
+// "rtl:NAME" (a block of the build), "rtl:PATH" (the block verilated from that Verilog file;
+// the loader makes a relative path absolute against the platform file's folder, or the working
+// directory for --set).
+struct ArbiterSpec {
+  std::string arbiter = "c++";
+  std::vector<int> ports;    // the output ports the RTL block decides; empty: every port
+  uint32_t flit_bytes = 16;  // the port's clock: one flit per cycle at its link's bandwidth
+  bool rtl() const { return arbiter != "c++"; }
+};
+
 // A NIC: PCIe on one side, one network port on the other.
 struct NicSpec {
   int count = 0;                      // per node
@@ -63,6 +75,13 @@ struct NicSpec {
   uint32_t header_bytes = 64;         // per-packet headers and CRCs on the wire
   double message_overhead_ns = 0.0;   // per-message work queue processing
   double latency_ns = 0.0;            // NIC pipeline latency, one direction
+  // An RTL rate limiter on the network port (docs/cosim.md): "none", or "rtl" (the built-in
+  // token_bucket), "rtl:NAME", "rtl:PATH" as for an arbiter.
+  std::string rate_limiter = "none";
+  double rate_limit_gbit_per_s = 0.0;          // the rate it shapes to (wire bits)
+  uint64_t rate_limit_burst_bytes = 1 << 20;   // its bucket
+  uint32_t flit_bytes = 64;                    // the port's clock: one flit per cycle at line rate
+  bool rate_limited() const { return rate_limiter != "none"; }
 };
 
 // The host: its memory hangs off the root complex (models/memory/host_memory.h).
@@ -80,6 +99,7 @@ struct NodeSpec {
   PcieTree pcie;
   NicSpec nics;
   HostSpec host;
+  ArbiterSpec nvswitch;  // the node's NVSwitches' output ports
 };
 
 enum class Topology {
@@ -116,6 +136,7 @@ struct NetworkSpec {
   int dragonfly_global_links_per_router = 0;
   std::vector<std::string> switches;  // LinkList
   std::vector<ExplicitLink> links;    // LinkList
+  ArbiterSpec switch_arbiter = {"c++", {}, 64};  // the network switches' output ports
 };
 
 struct PlatformConfig {
@@ -130,6 +151,8 @@ struct PlatformConfig {
   uint64_t switch_buffer_bytes = 1 << 20;   // ingress buffer per NVSwitch / PCIe switch port
 
   int gpu_count() const { return nodes * node.gpus; }
+  // Some port is decided or shaped by an RTL block (which needs packet fidelity).
+  bool uses_rtl() const { return node.nvswitch.rtl() || network.switch_arbiter.rtl() || node.nics.rate_limited(); }
   // NVLinks from one GPU to NVSwitch s (links_per_switch, or the even split).
   int nvlinks_to_switch(int s) const;
   // Checks every value; throws PlatformError naming the key.

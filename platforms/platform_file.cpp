@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "models/rtl/registry.h"
 #include "workloads/limits.h"
 
 // The shipped platforms are read from the source tree unless $TESSERA_PLATFORMS names another
@@ -236,6 +237,31 @@ void add_link(std::map<std::string, Setter>& t, const std::string& key, Field<Li
   add_u32(t, key + ".max_packet_bytes", [f](PlatformConfig& c) -> uint32_t& { return f(c).max_packet_bytes; });
 }
 
+// An arbiter or rate limiter: "c++" (or "none"), "rtl", "rtl:NAME", "rtl:PATH" or {rtl: NAME
+// or PATH}; a relative path becomes absolute against the file's folder (--set: the working
+// directory).
+std::string parse_block_choice(const Value& v, const char* native) {
+  std::string text;
+  if (v.node.IsMap()) {
+    if (v.node.size() != 1 || !v.node["rtl"])
+      v.fail(std::string("expected ") + native + ", rtl, rtl:NAME, rtl:PATH or {rtl: NAME or PATH}, got a mapping");
+    const YAML::Node inner = v.node["rtl"];
+    text = "rtl:" + Value{inner, v.key + ".rtl", v.reader, line_of(inner)}.string();
+  } else {
+    text = v.string();
+  }
+  if (text == "cxx" || text == "c++" || text == "none") return native;
+  if (!rtl::names_rtl(text))
+    v.fail("unknown choice '" + text + "'; expected " + native + ", rtl (the built-in block), rtl:NAME or rtl:PATH (docs/cosim.md)");
+  return rtl::absolute_value(text, v.reader.file == kSetting ? "" : v.reader.state->folder);
+}
+
+void add_arbiter(std::map<std::string, Setter>& t, const std::string& key, Field<ArbiterSpec> f) {
+  t[key + ".arbiter"] = [f](PlatformConfig& c, const Value& v) { f(c).arbiter = parse_block_choice(v, "c++"); };
+  t[key + ".arbiter_ports"] = [f](PlatformConfig& c, const Value& v) { f(c).ports = v.ints(); };
+  add_u32(t, key + ".flit_bytes", [f](PlatformConfig& c) -> uint32_t& { return f(c).flit_bytes; });
+}
+
 Topology parse_topology(const Value& v) {
   const std::string name = [&] {
     std::string s = v.string();
@@ -289,6 +315,7 @@ const std::map<std::string, Setter>& leaves() {
     add_bool(t, "node.nvlink.in_switch_reduction", [](C& c) -> bool& { return c.node.nvlink.in_switch_reduction; });
     add_bool(t, "node.nvlink.striped", [](C& c) -> bool& { return c.node.nvlink.striped; });
     add_int(t, "node.nvlink.islands", [](C& c) -> int& { return c.node.nvlink.islands; });
+    add_arbiter(t, "node.nvswitch", [](C& c) -> ArbiterSpec& { return c.node.nvswitch; });
 
     add_int(t, "node.pcie.switches", [](C& c) -> int& { return c.node.pcie.switches; });
     add_link(t, "node.pcie.link", [](C& c) -> LinkSpec& { return c.node.pcie.link; });
@@ -302,6 +329,10 @@ const std::map<std::string, Setter>& leaves() {
     add_u32(t, "node.nics.header_bytes", [](C& c) -> uint32_t& { return c.node.nics.header_bytes; });
     add_number(t, "node.nics.message_overhead_ns", [](C& c) -> double& { return c.node.nics.message_overhead_ns; });
     add_number(t, "node.nics.latency_ns", [](C& c) -> double& { return c.node.nics.latency_ns; });
+    t["node.nics.rate_limiter"] = [](C& c, const Value& v) { c.node.nics.rate_limiter = parse_block_choice(v, "none"); };
+    add_number(t, "node.nics.rate_limit_gbit_per_s", [](C& c) -> double& { return c.node.nics.rate_limit_gbit_per_s; });
+    add_u64(t, "node.nics.rate_limit_burst_bytes", [](C& c) -> uint64_t& { return c.node.nics.rate_limit_burst_bytes; });
+    add_u32(t, "node.nics.flit_bytes", [](C& c) -> uint32_t& { return c.node.nics.flit_bytes; });
 
     add_number(t, "node.host.memory_gib", [](C& c) -> double& { return c.node.host.memory_gib; });
     add_number(t, "node.host.memory_bandwidth_gb_per_s", [](C& c) -> double& { return c.node.host.memory_bandwidth_gb_per_s; });
@@ -321,6 +352,7 @@ const std::map<std::string, Setter>& leaves() {
     add_int(t, "network.dragonfly_global_links_per_router",
             [](C& c) -> int& { return c.network.dragonfly_global_links_per_router; });
     t["network.switches"] = [](C& c, const Value& v) { c.network.switches = v.strings(); };
+    add_arbiter(t, "network.switch", [](C& c) -> ArbiterSpec& { return c.network.switch_arbiter; });
     return t;
   }();
   return table;

@@ -27,7 +27,9 @@
 #include "sc_main/describe_command.h"
 #include "sc_main/job_file.h"
 #include "sc_main/output_file.h"
+#include "models/rtl/contract.h"
 #include "sc_main/platform_options.h"
+#include "sc_main/reference_run.h"
 #include "sc_main/report.h"
 #include "sc_main/simulation.h"
 #include "sc_main/plan_command.h"
@@ -75,7 +77,8 @@ constexpr double kMinTraceBucketUs = 0.1, kMaxTraceBucketUs = 1e12;
 constexpr int64_t kMaxIterations = 1000000;
 
 struct RunSettings {
-  std::string config, report, trace, job;
+  std::string config, report, trace, job, vcd;
+  bool rtl_reference = true;
   PlatformSettings platform;
   ComputeSettings compute;
   std::string model = "gpt3-1.3b", strategy_file;
@@ -98,6 +101,8 @@ po::options_description run_options(RunSettings& s, const char* title = "tessera
       ("report", po::value(&s.report), "write the report as JSON to FILE")
       ("trace", po::value(&s.trace), "write a Chrome/Perfetto trace to FILE")
       ("trace-bucket-us", po::value(&s.trace_bucket_us)->default_value(10.0), "link counter resolution in the trace, microseconds")
+      ("vcd", po::value(&s.vcd), "write the RTL blocks' pins and their ports' signals as a VCD waveform to FILE (GTKWave; docs/cosim.md)")
+      ("rtl-reference", po::value(&s.rtl_reference)->default_value(true), "with RTL blocks, also run without them (in a child process first) to report what co-simulation costs; false: do not")
       ("quiet,q", po::bool_switch(&s.quiet), "no summary on stdout");
   po::options_description platform = platform_options(s.platform);
   po::options_description workload("workload");
@@ -372,14 +377,20 @@ SimulationOptions simulation_options(const RunSettings& s, const po::variables_m
                                      const platforms::PlatformConfig& platform) {
   SimulationOptions options;
   options.chunk_bytes = uint64_t(s.chunk_kib) * 1024;
-  // auto: packet fidelity where it runs in seconds to minutes, flow fidelity beyond.
+  // auto: packet fidelity where it runs in seconds to minutes, flow fidelity beyond; RTL blocks
+  // sit at ports, which only packet fidelity has.
   if (s.fidelity == "auto")
-    options.fidelity = platform.gpu_count() > kPacketFidelityGpus ? platforms::Fidelity::Flow : platforms::Fidelity::Packet;
+    options.fidelity = platform.gpu_count() > kPacketFidelityGpus && !platform.uses_rtl() ? platforms::Fidelity::Flow
+                                                                                          : platforms::Fidelity::Packet;
   else if (!platforms::parse_fidelity(s.fidelity, options.fidelity))
     throw InputError("--fidelity: unknown fidelity '" + s.fidelity + "' (packet, flow, analytic or auto)");
   if (options.fidelity == platforms::Fidelity::Analytic && s.iterations > 1)
     throw InputError("--iterations " + std::to_string(s.iterations) +
                      ": analytic fidelity costs one iteration (every iteration is the same); leave --iterations out");
+  if (options.fidelity != platforms::Fidelity::Packet && platform.uses_rtl())
+    throw InputError("--fidelity " + s.fidelity + ": the platform has RTL blocks at ports, which only packet fidelity has (use packet)");
+  if (!s.vcd.empty() && !platform.uses_rtl())
+    throw InputError("--vcd: the run has no RTL block to trace (--rtl-arbiter, or an `arbiter: rtl` in the platform file; docs/cosim.md)");
   if (!models::parse_algorithm(s.collective_algorithm, options.collectives.algorithm))
     throw InputError("--collective-algorithm: unknown algorithm '" + s.collective_algorithm + "'");
   if (!models::parse_protocol(s.collective_protocol, options.collectives.protocol))
@@ -399,7 +410,7 @@ SimulationOptions simulation_options(const RunSettings& s, const po::variables_m
 // `tessera run` once its options are read: checks, builds, simulates and reports.
 int run_parsed(RunSettings& s, const po::variables_map& vm, std::ostream& out, std::ostream& err) {
   check_run_settings(s, vm);
-  check_output_paths({{"--report", s.report}, {"--trace", s.trace}},
+  check_output_paths({{"--report", s.report}, {"--trace", s.trace}, {"--vcd", s.vcd}},
                      {{"--config", s.config}, {"--platform", s.platform.platform}, {"--model", s.model},
                       {"--strategy", s.strategy_file}, {"--job", s.job}, {"--calibration", s.compute.calibration},
                       {"--framework", s.compute.framework}});
@@ -410,13 +421,23 @@ int run_parsed(RunSettings& s, const po::variables_map& vm, std::ostream& out, s
   const workloads::Job& job = workload.job;
   SimulationOptions options = simulation_options(s, vm, platform);
   options.topology = topology;
+  options.vcd = s.vcd;
   std::string compute_note;
   options.kernel_timer = make_kernel_timer(s.compute, platform, load_framework_option(s.compute), &compute_note);
   if (!compute_note.empty() && !s.quiet) err << "tessera: note: " << compute_note << "\n";
   const SimulationResult result = [&] {
     const Watchdog watchdog(s.watchdog, expected_memory_bytes(platform.nodes, op_count(job)));
     if (options.fidelity == platforms::Fidelity::Analytic) return cost_analytically(platform, *topology, job, options);
-    return simulate(platform, job, options);
+    ReferenceRun reference;
+    if (platform.uses_rtl() && s.rtl_reference) {
+      reference = run_without_rtl(platform, job, options);
+      if (!reference.ok && !s.quiet) err << "tessera: note: " << reference.error << "; no co-simulation cost to report\n";
+    }
+    SimulationResult r = simulate(platform, job, options);
+    r.has_reference = reference.ok;
+    r.reference_wall_s = reference.wall_s;
+    r.reference_iteration_time_s = reference.iteration_time_s;
+    return r;
   }();
   if (result.deadlocked) {
     err << "tessera: error: " << describe_deadlock(result) << "\n";
@@ -613,6 +634,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   } catch (const OutputError& e) {
     err << "tessera: error: " << e.what() << "\n";
     return kInternalError;
+  } catch (const rtl::ContractError& e) {
+    err << "tessera: error: " << e.what() << "\n";
+    return kRtlContract;
   } catch (const protocol::TimeSpanError& e) {
     err << "tessera: error: " << e.what() << "\n";
     return kBadInput;

@@ -1,5 +1,6 @@
 // The tessera command line. Exit status: 0 success, 1 internal error, 2 bad input,
-// 3 a program that cannot finish (deadlock), 4 out of memory, 5 a limit of the run reached.
+// 3 a program that cannot finish (deadlock), 4 out of memory, 5 a limit of the run reached,
+// 6 an RTL block broke its pin contract.
 #pragma once
 
 #include <iosfwd>
@@ -15,6 +16,7 @@ enum ExitStatus {
   kDeadlock = 3,
   kOutOfMemory = 4,
   kLimitReached = 5,  // --max-wall-s or --max-memory-gib stopped the run
+  kRtlContract = 6,   // a co-simulated RTL block broke its pin contract (docs/cosim.md)
 };
 
 // For files that hold options of `tessera run` (sweep files): the command-line arguments that

@@ -153,7 +153,7 @@ std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const
 int command_collective(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
   PlatformSettings platform_settings;
   std::string op = "allreduce", min_text = "8", max_text = "128M", fidelity = "packet";
-  std::string algorithm = "auto", protocol = "auto", report, compare, svg, title;
+  std::string algorithm = "auto", protocol = "auto", report, compare, svg, title, vcd;
   double factor = 2.0;
   int64_t gpus_per_node = 0, chunk_kib = 128, channels = 0;
   po::options_description desc("tessera collective [options]");
@@ -170,6 +170,7 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
       ("chunk-kib", po::value(&chunk_kib)->default_value(128), "largest fabric chunk, KiB")
       ("fidelity", po::value(&fidelity)->default_value("packet"), "packet or flow (docs/fidelity.md)")
       ("report", po::value(&report), "write the table as JSON to FILE")
+      ("vcd", po::value(&vcd), "write the RTL blocks' pins and their ports' signals as a VCD waveform to FILE (docs/cosim.md)")
       ("compare", po::value(&compare), "a measured curve (CSV) to compare busbw with")
       ("svg", po::value(&svg), "with --compare: plot simulated and measured busbw to FILE")
       ("title", po::value(&title), "plot title");
@@ -178,7 +179,7 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
   desc.add(watchdog_options(watchdog));
   po::variables_map vm;
   if (!parse_command_options(args, desc, out, vm)) return kOk;
-  check_output_paths({{"--report", report}, {"--svg", svg}},
+  check_output_paths({{"--report", report}, {"--svg", svg}, {"--vcd", vcd}},
                      {{"--compare", compare}, {"--platform", platform_settings.platform}});
   check_watchdog_settings(watchdog);
   if (!compare.empty()) require_input_file(compare, "--compare");
@@ -205,6 +206,11 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
   if (vm.count("channels")) check_option("--channels", double(channels), limits::integers(1, 64));
   s.options.collectives.channels = int(channels);
   const platforms::PlatformConfig platform = build_platform(platform_settings, &s.options.topology);
+  if (s.options.fidelity == platforms::Fidelity::Flow && platform.uses_rtl())
+    throw InputError("--fidelity flow: the platform has RTL blocks at ports, which flow fidelity does not have (use packet)");
+  if (!vcd.empty() && !platform.uses_rtl())
+    throw InputError("--vcd: the run has no RTL block to trace (--rtl-arbiter, or an `arbiter: rtl` in the platform file; docs/cosim.md)");
+  s.options.vcd = vcd;
   const int gpu_count = platform.gpu_count();
   if (vm.count("gpus-per-node")) {
     check_option("--gpus-per-node", double(gpus_per_node), limits::integers(1, limits::kMaxGpusPerNode));

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "models/rtl/registry.h"
 #include "platforms/analysis.h"
 #include "platforms/routing.h"
 #include "platforms/topology.h"
@@ -20,6 +21,35 @@ std::string gbps(double bytes_per_s) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.1f GB/s", bytes_per_s / 1e9);
   return buf;
+}
+
+// The RTL blocks the platform puts at ports (docs/cosim.md).
+void describe_rtl(const platforms::PlatformConfig& c, std::ostream& out) {
+  if (!c.uses_rtl()) return;
+  out << "rtl blocks (docs/cosim.md):\n";
+  auto block = [&](const char* key, rtl::BlockKind kind, const std::string& value) {
+    const rtl::BlockInfo& b = rtl::resolve(kind, value);
+    out << "  " << key << ": " << b.name << " (" << rtl::block_kind_name(b.kind);
+    if (b.kind == rtl::BlockKind::Arbiter) out << ", PORTS " << b.ports;
+    out << ", " << b.top << " from " << b.source << ")";
+  };
+  auto arbiter = [&](const char* key, const platforms::ArbiterSpec& a) {
+    if (!a.rtl()) return;
+    block(key, rtl::BlockKind::Arbiter, a.arbiter);
+    std::string ports = "all";
+    if (!a.ports.empty()) {
+      ports.clear();
+      for (int p : a.ports) ports += (ports.empty() ? "" : ", ") + std::to_string(p);
+    }
+    out << "; ports " << ports << "; " << a.flit_bytes << "-byte flits\n";
+  };
+  arbiter("node.nvswitch.arbiter", c.node.nvswitch);
+  arbiter("network.switch.arbiter", c.network.switch_arbiter);
+  if (c.node.nics.rate_limited()) {
+    block("node.nics.rate_limiter", rtl::BlockKind::RateLimiter, c.node.nics.rate_limiter);
+    out << "; " << c.node.nics.rate_limit_gbit_per_s << " Gb/s, burst " << c.node.nics.rate_limit_burst_bytes
+        << " bytes; " << c.node.nics.flit_bytes << "-byte flits\n";
+  }
 }
 
 }  // namespace
@@ -81,6 +111,7 @@ int command_describe(const std::vector<std::string>& args, std::ostream& out) {
   out << "bisection bandwidth " << gbps(platforms::bisection_bandwidth(graph)) << " per direction ("
       << (config.nodes > 1 ? "first half of the nodes to the second" : "first half of the GPUs to the second")
       << ")\n";
+  describe_rtl(config, out);
 
   const std::vector<platforms::Hop> hops =
       platforms::route(graph, routing, static_cast<uint32_t>(from), static_cast<uint32_t>(to));

@@ -42,6 +42,12 @@ InputError platform_input_error(const platforms::PlatformFileError& e, const Pla
   if (e.file() == "--set")
     for (const auto& setting : option_settings(s))
       if (e.key() == setting.first->key) return InputError(std::string(setting.first->option) + ": " + e.message());
+  if (e.file() == "--set" && !s.rtl_arbiters.empty() &&
+      (e.key() == "node.nvswitch.arbiter" || e.key() == "network.switch.arbiter")) {
+    bool set_apart = false;
+    for (const std::string& set : s.sets) set_apart = set_apart || set.rfind(e.key(), 0) == 0;
+    if (!set_apart) return InputError("--rtl-arbiter: " + e.key() + ": " + e.message());
+  }
   return InputError(e.what());
 }
 
@@ -54,6 +60,7 @@ po::options_description platform_options(PlatformSettings& s) {
       ("nodes", optional_value(s.nodes), "number of nodes (default: the platform's)")
       ("gpus", optional_value(s.gpus), "GPUs per node (default: the platform's)")
       ("set", po::value(&s.sets)->composing(), "KEY=VALUE: change any platform value, e.g. network.oversubscription=2 (repeatable; keys as in docs/platforms.md)")
+      ("rtl-arbiter", po::value(&s.rtl_arbiters)->composing(), "WHERE[:BLOCK]: the output ports of the NVSwitches (nvswitch), the network switches (network) or both (all) arbitrate with an RTL block: rr_arbiter, or BLOCK (a block name or a Verilog file; docs/cosim.md); repeatable")
       ("nvlink-bandwidth-gbps", optional_value(s.nvlink_bandwidth_gbps), "bandwidth per NVLink per direction, GB/s")
       ("kernel-overhead-us", optional_value(s.kernel_overhead_us), "launch overhead per kernel, microseconds");
   return platform;
@@ -86,9 +93,34 @@ bool parse_command_options(const std::vector<std::string>& args, const po::optio
   return false;
 }
 
+// --rtl-arbiter WHERE[:BLOCK] as platform settings.
+std::vector<std::string> rtl_arbiter_settings(const std::string& option) {
+  const size_t colon = option.find(':');
+  const std::string where = option.substr(0, colon);
+  const std::string value = colon == std::string::npos ? "rtl" : "rtl:" + option.substr(colon + 1);
+  if (colon != std::string::npos && option.size() == colon + 1)
+    throw InputError("--rtl-arbiter " + option + ": a block name or a Verilog file after ':'");
+  if (where == "nvswitch") return {"node.nvswitch.arbiter=" + value};
+  if (where == "network") return {"network.switch.arbiter=" + value};
+  if (where == "all") return {"node.nvswitch.arbiter=" + value, "network.switch.arbiter=" + value};
+  throw InputError("--rtl-arbiter " + option + ": expected nvswitch, network or all, optionally with :BLOCK");
+}
+
 platforms::PlatformConfig build_platform(const PlatformSettings& s,
                                          std::shared_ptr<const platforms::RoutedTopology>* routed) {
   std::vector<std::string> sets = s.sets;
+  for (const std::string& option : s.rtl_arbiters) {
+    std::vector<std::string> more = rtl_arbiter_settings(option);
+    // `all` names only the kinds of switch the platform has.
+    if (more.size() == 2) try {
+        const platforms::PlatformConfig probe = platforms::load_platform(s.platform, s.sets);
+        if (probe.network.topology == platforms::Topology::None) more.pop_back();
+        if (probe.node.nvlink.switches == 0) more.erase(more.begin());
+      } catch (const platforms::PlatformFileError&) {
+        // the load below reports it
+      }
+    sets.insert(sets.end(), more.begin(), more.end());
+  }
   for (const auto& [option, value] : option_settings(s)) sets.push_back(std::string(option->key) + "=" + value);
   platforms::PlatformConfig p;
   try {

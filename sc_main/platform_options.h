@@ -22,6 +22,9 @@ struct PlatformSettings {
   std::optional<int64_t> nodes, gpus;
   std::optional<double> nvlink_bandwidth_gbps, kernel_overhead_us;
   std::vector<std::string> sets;  // "key=value" (the platform file's dotted keys)
+  // --rtl-arbiter WHERE[:BLOCK]: nvswitch, network or all; BLOCK as in the platform file's
+  // `arbiter: rtl:BLOCK` (docs/cosim.md).
+  std::vector<std::string> rtl_arbiters;
 };
 
 boost::program_options::options_description platform_options(PlatformSettings& s);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <ostream>
 #include <stdexcept>
 
@@ -59,6 +60,72 @@ std::string format(const char* fmt, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, fmt, v);
   return buf;
+}
+
+// The RTL blocks of a run, by block: how many ports, cycles evaluated, decisions.
+struct RtlBlockTotals {
+  std::string kind;
+  uint64_t ports = 0, cycles = 0, decisions = 0;
+  double clock_cycles = 0;  // the ports' clocks over the run, had they never been gated
+};
+
+std::map<std::string, RtlBlockTotals> rtl_totals(const SimulationResult& r) {
+  std::map<std::string, RtlBlockTotals> blocks;
+  for (const RtlPortResult& p : r.rtl) {
+    RtlBlockTotals& b = blocks[p.block];
+    b.kind = p.kind;
+    ++b.ports;
+    b.cycles += p.cycles;
+    b.decisions += p.decisions;
+    b.clock_cycles += p.period_s > 0 ? r.simulated_s / p.period_s : 0;
+  }
+  return blocks;
+}
+
+// "1,234,567"
+std::string grouped(uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+ordered_json rtl_json(const SimulationResult& r) {
+  ordered_json j;
+  uint64_t cycles = 0, decisions = 0;
+  double clock_cycles = 0;
+  ordered_json blocks = ordered_json::object();
+  for (const auto& [name, b] : rtl_totals(r)) {
+    cycles += b.cycles;
+    decisions += b.decisions;
+    clock_cycles += b.clock_cycles;
+    blocks[name] = {{"kind", b.kind}, {"ports", b.ports}, {"cycles", b.cycles}, {"decisions", b.decisions}};
+  }
+  j["ports"] = r.rtl.size();
+  j["cycles"] = cycles;
+  j["decisions"] = decisions;
+  j["clock_cycles"] = clock_cycles;
+  j["gated_fraction"] = clock_cycles > 0 ? 1.0 - double(cycles) / clock_cycles : 0.0;
+  j["wall_time_s"] = r.wall_s;
+  j["cycles_per_wall_s"] = r.wall_s > 0 ? double(cycles) / r.wall_s : 0.0;
+  if (r.has_reference) {
+    j["wall_time_without_rtl_s"] = r.reference_wall_s;
+    j["slowdown"] = r.reference_wall_s > 0 ? r.wall_s / r.reference_wall_s : 0.0;
+    j["iteration_time_without_rtl_s"] = r.reference_iteration_time_s;
+  }
+  j["blocks"] = blocks;
+  ordered_json ports = ordered_json::array();
+  for (const RtlPortResult& p : r.rtl)
+    ports.push_back({{"port", p.port},
+                     {"block", p.block},
+                     {"kind", p.kind},
+                     {"clock_ghz", p.period_s > 0 ? 1e-9 / p.period_s : 0.0},
+                     {"cycles", p.cycles},
+                     {"decisions", p.decisions}});
+  j["port_list"] = ports;
+  return j;
 }
 
 }  // namespace
@@ -128,6 +195,7 @@ ordered_json report_json(const platforms::PlatformConfig& platform, const worklo
                      {"fabric_transactions", r.transactions},
                      {"flows", r.flows}};
   if (r.fidelity == platforms::Fidelity::Analytic) j["simulation"]["ranks_costed"] = r.classes;
+  if (!r.rtl.empty()) j["rtl"] = rtl_json(r);
   return j;
 }
 
@@ -195,6 +263,31 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
   if (!busiest_name.empty())
     out << "  busiest link          " << busiest_name << ", "
         << format("%.1f%% busy", it > 0 ? 100.0 * busiest / it : 0.0) << "\n";
+  if (r.rtl.empty()) return;
+  uint64_t cycles = 0;
+  double clock_cycles = 0;
+  std::string blocks;
+  for (const auto& [name, b] : rtl_totals(r)) {
+    cycles += b.cycles;
+    clock_cycles += b.clock_cycles;
+    blocks += (blocks.empty() ? "" : ", ") + name + " (" + b.kind + ") at " + std::to_string(b.ports) + " port" +
+              (b.ports > 1 ? "s" : "");
+  }
+  out << "  RTL co-simulation     " << blocks << "\n";
+  out << "  RTL cycles            " << grouped(cycles) << " evaluated, "
+      << format("%.3f%%", clock_cycles > 0 ? 100.0 * (1.0 - double(cycles) / clock_cycles) : 0.0)
+      << " of the ports' clock cycles gated; " << format("%.0f", r.wall_s > 0 ? double(cycles) / r.wall_s : 0.0)
+      << " cycles/s\n";
+  out << "  co-simulation cost    wall " << format("%.2f s", r.wall_s);
+  if (r.has_reference) {
+    out << ", " << format("%.2f s", r.reference_wall_s) << " without RTL ("
+        << format("%.2fx", r.reference_wall_s > 0 ? r.wall_s / r.reference_wall_s : 0.0) << "); iteration time "
+        << format("%+.4f%%", r.reference_iteration_time_s > 0 ? 100.0 * (r.iteration_time_s / r.reference_iteration_time_s - 1.0) : 0.0)
+        << " against the run without RTL";
+  } else {
+    out << " (no run without RTL to compare: --rtl-reference false)";
+  }
+  out << "\n";
 }
 
 ordered_json trace_json(const platforms::PlatformConfig& platform, const workloads::Job& job,

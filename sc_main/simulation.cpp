@@ -5,6 +5,8 @@
 #include <chrono>
 #include <ctime>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
@@ -13,6 +15,8 @@
 #include "analytic/iteration.h"
 #include "models/collectives/tuner.h"
 #include "models/gpu/program_graph.h"
+#include "models/rtl/contract.h"
+#include "sc_main/output_file.h"
 #include "tlm/payload_pool.h"
 #include "tlm/sockets.h"
 #include "tlm/time_span.h"
@@ -97,6 +101,47 @@ void per_iteration(SimulationResult& r, uint64_t iterations) {
   for (LinkResult& link : r.links) link.busy_s /= n;
 }
 
+// The --vcd waveform: SystemC writes NAME.vcd as the run goes, in the temporary folder; it is put
+// in place as a whole once closed.
+class Waveform {
+ public:
+  Waveform(const std::string& path, const platforms::Platform& platform) : path_(path) {
+    if (path.empty()) return;
+    if (platform.rtl_ports().empty())
+      throw std::invalid_argument("--vcd: the run has no RTL block to trace (--rtl-arbiter, docs/cosim.md)");
+    char stem[] = "/tmp/tessera-vcd-XXXXXX";
+    const int fd = ::mkstemp(stem);
+    if (fd < 0) throw OutputError(path + ": cannot write (no temporary file)");
+    ::close(fd);
+    stem_ = stem;  // the placeholder keeps the name; SystemC writes STEM.vcd
+    file_ = sc_core::sc_create_vcd_trace_file(stem_.c_str());
+    file_->set_time_unit(1, sc_core::SC_PS);
+    for (const auto& port : platform.rtl_ports()) port->trace(file_);
+  }
+  // Closes the file and puts it in place.
+  void finish() {
+    if (file_ == nullptr) return;
+    sc_core::sc_close_vcd_trace_file(file_);
+    file_ = nullptr;
+    const std::string written = stem_ + ".vcd";
+    write_output_with(path_, [&](const std::string& temporary) {
+      std::filesystem::copy_file(written, temporary, std::filesystem::copy_options::overwrite_existing);
+    });
+    std::filesystem::remove(written);
+    std::filesystem::remove(stem_);
+  }
+  ~Waveform() {
+    if (file_ == nullptr) return;
+    std::error_code ec;
+    std::filesystem::remove(stem_ + ".vcd", ec);
+    std::filesystem::remove(stem_, ec);
+  }
+
+ private:
+  std::string path_, stem_;
+  sc_core::sc_trace_file* file_ = nullptr;
+};
+
 }  // namespace
 
 SimulationResult simulate(const platforms::PlatformConfig& config, const workloads::Job& job,
@@ -134,12 +179,22 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
   if (options.trace)  // (flow fidelity keeps no per-bucket link activity)
     for (const auto& link : platform.links()) link->record_activity(bucket);
 
+  Waveform waveform(options.vcd, platform);
+  if (options.inspect) options.inspect(platform);
+
   try {
     sc_core::sc_start();
   } catch (const sc_core::sc_report&) {
     protocol::rethrow_time_span_error();  // a number beyond the time span: bad input
+    try {
+      rtl::rethrow_contract_error();
+    } catch (const rtl::ContractError&) {
+      waveform.finish();  // up to the cycle the block broke its contract
+      throw;
+    }
     throw;
   }
+  waveform.finish();
 
   SimulationResult result;
   result.fidelity = options.fidelity;
@@ -197,6 +252,17 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
     result.flows = fabric->flows_started();
   }
   result.payloads_created = pool.created();
+  result.simulated_s = seconds(sc_core::sc_time_stamp());
+  for (const auto& port : platform.rtl_ports()) {
+    RtlPortResult p;
+    p.port = port->port().name();
+    p.block = port->block_name();
+    p.kind = port->kind();
+    p.period_s = seconds(port->period());
+    p.cycles = port->cycles();
+    p.decisions = port->decisions();
+    result.rtl.push_back(std::move(p));
+  }
 
   // A program that could not finish: name the stuck ranks, their ops and who is missing.
   for (size_t r = 0; r < platform.gpu_count(); ++r) {

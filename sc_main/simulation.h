@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +29,21 @@ struct SimulationOptions {
   std::shared_ptr<const models::KernelTimer> kernel_timer;
   // The platform's graph and routes when the caller has them (build_platform); else computed.
   std::shared_ptr<const platforms::RoutedTopology> topology;
+  // A VCD waveform of every RTL block's pins and its port's signals ("" for none): written
+  // whole after the run, and also when a block breaks its contract (up to that cycle).
+  std::string vcd;
+  // Called with the elaborated platform before the simulation starts (tests attach observers).
+  std::function<void(platforms::Platform&)> inspect;
+};
+
+// An RTL block at a port (docs/cosim.md).
+struct RtlPortResult {
+  std::string port;   // the egress port ("platform.node0.nvswitch.out3")
+  std::string block;  // the block's name
+  std::string kind;   // "arbiter", "rate limiter"
+  double period_s = 0;      // its clock
+  uint64_t cycles = 0;      // rising edges evaluated (the reset cycle included)
+  uint64_t decisions = 0;   // grants, or chunks allowed
 };
 
 struct RankResult {
@@ -82,6 +98,11 @@ struct SimulationResult {
   int classes = 0;             // analytic fidelity: ranks costed (one per class of equivalent ranks)
   double wall_s = 0;
   double cpu_s = 0;            // analytic fidelity: CPU time of the model
+  std::vector<RtlPortResult> rtl;  // the RTL blocks at ports, none without
+  double simulated_s = 0;          // simulated time at the end (the clocks' span, all iterations)
+  // The same run without RTL (reference_run.h), when it was made: its wall and iteration time.
+  bool has_reference = false;
+  double reference_wall_s = 0, reference_iteration_time_s = 0;
 };
 
 SimulationResult simulate(const platforms::PlatformConfig& platform, const workloads::Job& job,

@@ -4,7 +4,7 @@
 # `install-deps.sh fuzz` adds clang and its libFuzzer runtime, for `make fuzz` only.
 set -euo pipefail
 packages=(cmake make g++ pkg-config libsystemc-dev libboost-program-options-dev libgtest-dev
-          libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev openmpi-bin libopenmpi-dev)
+          libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev openmpi-bin libopenmpi-dev verilator)
 [ "${1:-}" = fuzz ] && packages+=(clang libclang-rt-dev)
 missing=()
 for p in "${packages[@]}"; do

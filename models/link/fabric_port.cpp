@@ -1,5 +1,6 @@
 #include "models/link/fabric_port.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -70,6 +71,7 @@ void IngressPort::deliver() {
 
 void IngressPort::packet_left(tlm::tlm_generic_payload&) {
   --occupied_;
+  if (credit_listener_ != nullptr && pending_ == nullptr) credit_listener_->port_changed();
   if (pending_ != nullptr) {
     // The stalled sender may go on: its chunk starts serializing now.
     tlm::tlm_generic_payload* gp = pending_;
@@ -98,18 +100,45 @@ EgressPort::EgressPort(const char* name, unsigned inputs)
 void EgressPort::enqueue(unsigned input, tlm::tlm_generic_payload& gp, PacketSource& source) {
   queues_[input].push(Waiting{&gp, &source});
   ++queued_;
+  if (controller_ != nullptr) return controller_->port_changed();
   if (state_ == State::Idle) try_send();
 }
 
-void EgressPort::try_send() {
-  if (queued_ == 0) return;
-  // Round-robin: the first input at or after next_input_ that has a chunk waiting.
+uint64_t EgressPort::requests() const {
+  uint64_t mask = 0;
+  const size_t n = std::min<size_t>(queues_.size(), 64);
+  for (size_t i = 0; i < n; ++i)
+    if (!queues_[i].empty()) mask |= uint64_t(1) << i;
+  return mask;
+}
+
+unsigned EgressPort::round_robin_choice() const {
+  // The first input at or after next_input_ that has a chunk waiting.
   const unsigned n = static_cast<unsigned>(queues_.size());
   unsigned input = next_input_;
   while (queues_[input].empty()) input = (input + 1) == n ? 0 : input + 1;
+  return input;
+}
+
+void EgressPort::try_send() {
+  if (controller_ != nullptr) return controller_->port_changed();
+  if (queued_ == 0) return;
+  start(round_robin_choice());
+}
+
+void EgressPort::grant(unsigned input) {
+  if (state_ != State::Idle || input >= queues_.size() || queues_[input].empty())
+    throw std::logic_error(std::string(name()) + ": granted input " + std::to_string(input) +
+                           (state_ != State::Idle ? " while the wire is busy" : " that has no chunk"));
+  start(input);
+}
+
+void EgressPort::start(unsigned input) {
+  const unsigned n = static_cast<unsigned>(queues_.size());
   next_input_ = (input + 1) == n ? 0 : input + 1;
   current_ = queues_[input].pop();
   --queued_;
+  if (observer_ != nullptr) observer_->granted(*this, input, *current_.gp);
 
   const protocol::FabricTransfer& t = protocol::fabric_transfer(*current_.gp);
   current_serialization_ = link_->timing().serialization(t.bytes, t.wire_factor) + chunk_overhead_;

@@ -46,6 +46,27 @@ class PacketSink {
   virtual void packet_arrived(unsigned port, tlm::tlm_generic_payload& gp) = 0;
 };
 
+// Arbitration done outside an egress port (an RTL block behind its transactor, models/rtl and
+// docs/cosim.md). The port no longer picks an input itself: it calls port_changed() at each
+// moment its own round-robin arbiter would decide (a chunk queued while the wire is free, the
+// wire freed) and when the link's far end frees a buffer slot (a credit returns), and sends
+// what the controller grants (EgressPort::grant).
+class PortController {
+ public:
+  virtual ~PortController() = default;
+  virtual void port_changed() = 0;
+};
+
+class EgressPort;
+
+// Sees every chunk an egress port starts to send and which input it came from (tests compare
+// grant orders through it).
+class GrantObserver {
+ public:
+  virtual ~GrantObserver() = default;
+  virtual void granted(const EgressPort& port, unsigned input, const tlm::tlm_generic_payload& gp) = 0;
+};
+
 // Receiving side of a link: a buffer of `capacity` chunks. Construct it while its owner
 // module is being elaborated (its socket, event and process become the owner's children).
 class IngressPort : public PacketSource, private tlm::tlm_fw_transport_if<> {
@@ -60,6 +81,10 @@ class IngressPort : public PacketSource, private tlm::tlm_fw_transport_if<> {
   unsigned occupied() const { return occupied_; }
   unsigned capacity() const { return capacity_; }
   bool stalling() const { return pending_ != nullptr; }
+  // Free slots: the credits the sender at the link's other end holds.
+  unsigned credits() const { return pending_ != nullptr ? 0 : capacity_ - occupied_; }
+  // Told whenever a slot frees (a credit returns to the sender); null: nobody.
+  void set_credit_listener(PortController* listener) { credit_listener_ = listener; }
 
  private:
   struct Arrival {
@@ -83,6 +108,7 @@ class IngressPort : public PacketSource, private tlm::tlm_fw_transport_if<> {
   unsigned occupied_ = 0;
   tlm::tlm_generic_payload* pending_ = nullptr;  // a request waiting for a free slot
   sc_core::sc_time pending_delay_;
+  PortController* credit_listener_ = nullptr;
   RingQueue<Arrival> arrivals_;  // chunks on the wire, in order of arrival
   sc_core::sc_event arrival_;    // the first of them has arrived
 };
@@ -106,12 +132,33 @@ class EgressPort : private tlm::tlm_bw_transport_if<> {
   // processing).
   void set_chunk_overhead(sc_core::sc_time overhead) { chunk_overhead_ = overhead; }
   const Link* link() const { return link_; }
+  // The ingress port at the link's far end (the builder binds the socket to it): its free
+  // slots are this port's credits.
+  void set_downstream(IngressPort& far_end) { downstream_ = &far_end; }
+  IngressPort* downstream() const { return downstream_; }
 
   // Queues a chunk from `input`; `source` learns when it leaves.
   void enqueue(unsigned input, tlm::tlm_generic_payload& gp, PacketSource& source);
 
   size_t queued() const { return queued_; }
   unsigned inputs() const { return static_cast<unsigned>(queues_.size()); }
+  const char* name() const { return socket.name(); }
+
+  // Arbitration by a controller instead of the port's round-robin (null: the port's own).
+  void set_controller(PortController* controller) { controller_ = controller; }
+  void set_observer(GrantObserver* observer) { observer_ = observer; }
+  // What a controller decides on: is the wire free for the next chunk, which inputs have one
+  // waiting (bit i: input i, the first 64 inputs), how many free slots the far end has.
+  bool wire_free() const { return state_ == State::Idle; }
+  bool requesting(unsigned input) const { return !queues_[input].empty(); }
+  uint64_t requests() const;
+  unsigned credits() const { return downstream_ != nullptr ? downstream_->credits() : ~0u; }
+  // The input the port's own round-robin would pick next (queued() > 0), and its first chunk.
+  unsigned round_robin_choice() const;
+  tlm::tlm_generic_payload& head(unsigned input) { return *queues_[input].front().gp; }
+  // The controller's decision: the first chunk of `input` goes on the wire now. The wire must
+  // be free and the input must have a chunk (std::logic_error otherwise).
+  void grant(unsigned input);
 
  private:
   struct Waiting {
@@ -121,6 +168,7 @@ class EgressPort : private tlm::tlm_bw_transport_if<> {
   enum class State { Idle, AwaitingAccept, Serializing };
 
   void try_send();
+  void start(unsigned input);
   void accepted();
   void serialization_done();
   tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
@@ -128,6 +176,9 @@ class EgressPort : private tlm::tlm_bw_transport_if<> {
   void invalidate_direct_mem_ptr(sc_dt::uint64 start, sc_dt::uint64 end) override;
 
   Link* link_ = nullptr;
+  IngressPort* downstream_ = nullptr;
+  PortController* controller_ = nullptr;
+  GrantObserver* observer_ = nullptr;
   sc_core::sc_time hop_latency_;
   sc_core::sc_time chunk_overhead_;
   std::vector<RingQueue<Waiting>> queues_;

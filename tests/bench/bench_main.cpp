@@ -1,8 +1,12 @@
 // make bench: simulator speed on fixed scenarios. Each scenario runs in its own child process
 // (SystemC elaborates once per process) and prints wall time, simulated fabric transactions
 // (one chunk across one link) and transactions per wall-clock second.
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <cstdlib>
 #include <functional>
 #include <memory>
@@ -13,7 +17,9 @@
 
 #include <sys/resource.h>
 
+#include "models/rtl/registry.h"
 #include "platforms/platform_file.h"
+#include "sc_main/cli.h"
 #include "sc_main/collective_command.h"
 #include "sc_main/platform_options.h"
 #include "tests/support/child_process.h"
@@ -183,12 +189,42 @@ void flow_fabric(uint32_t flows, double stagger_ns) {
               r["hops"].get<double>() / updates, r["simulated_s"].get<double>() * 1e3);
 }
 
+// The default run (GPT-3 1.3B, data parallel on one DGX H100 node) as `tessera run` makes it,
+// with the NVSwitch ports' C++ arbiters, then with rr_arbiter verilated at each of them
+// (`tessera run --rtl-arbiter nvswitch`; docs/cosim.md).
+void one_node_iteration(bool rtl) {
+  const nlohmann::json r = scenario([&] {
+    char report[] = "/tmp/tessera-bench-XXXXXX";
+    const int fd = mkstemp(report);
+    if (fd >= 0) close(fd);
+    std::vector<const char*> argv = {"tessera", "run", "-q", "--report", report};
+    if (rtl) argv.insert(argv.end(), {"--rtl-arbiter", "nvswitch", "--rtl-reference", "false"});
+    std::ostringstream out, err;
+    const auto start = std::chrono::steady_clock::now();
+    const int status = tessera::app::run_cli(int(argv.size()), argv.data(), out, err);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::ifstream in(report);
+    nlohmann::json j = status == 0 ? nlohmann::json::parse(in) : nlohmann::json{{"error", err.str()}};
+    std::remove(report);
+    if (status != 0) throw std::runtime_error(err.str());
+    j["wall_s"] = wall;  // building the job and the platform included
+    return j;
+  });
+  const double wall = r["wall_s"];
+  std::printf("gpt3-1.3b iteration on one dgx-h100 node, %s: wall %.3f s, iteration %.3f ms, %.0f transactions",
+              rtl ? "rr_arbiter on the 8 NVSwitch ports" : "C++ arbiters", wall,
+              r["iteration_time_s"].get<double>() * 1e3, r["simulation"]["fabric_transactions"].get<double>());
+  if (rtl) std::printf(", %.0f RTL cycles, %.0f RTL cycles/s of simulation", r["rtl"]["cycles"].get<double>(),
+                       r["rtl"]["cycles_per_wall_s"].get<double>());
+  std::printf("\n");
+}
+
 }  // namespace
 
 int sc_main(int, char*[]) { return 0; }
 
-// With an argument, only the scenarios whose group ("packet", "hierarchical", "build" or "flow")
-// it names.
+// With an argument, only the scenarios whose group ("packet", "hierarchical", "build", "rtl" or
+// "flow") it names.
 int main(int argc, char* argv[]) {
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
   const std::string only = argc > 1 ? argv[1] : "";
@@ -202,6 +238,12 @@ int main(int argc, char* argv[]) {
     collective_allreduce("dgx-h100", 8, "hierarchical", 1ull << 30);
   }
   if (only.empty() || only == "build") build_cluster(2048);
+  if (only.empty() || only == "rtl") {
+    std::printf("tessera benchmark (RTL co-simulation, one core)\n");
+    one_node_iteration(false);
+    if (tessera::rtl::built()) one_node_iteration(true);
+    else std::printf("RTL co-simulation not built: install Debian package verilator and reconfigure\n");
+  }
   if (only.empty() || only == "flow") {
     std::printf("tessera benchmark (flow mode, one core)\n");
     flow_fabric(4096, 100);
