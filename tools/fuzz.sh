@@ -7,6 +7,8 @@ set -euo pipefail
 build=${1:-build-fuzz}
 seconds=${2:-60}
 jobs=${3:-2}
+# A fixed seed by default, so that a run is repeatable (CI); FUZZ_SEED=0 draws a new one each time.
+seed=${FUZZ_SEED:-1}
 root=$(cd "$(dirname "$0")/.." && pwd)
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_FUZZ=ON >/dev/null
 cmake --build "$build" -j "$jobs"
@@ -33,7 +35,7 @@ for reader in platform model strategy job config csv calibration; do
   echo "fuzz_$reader: ${seconds} s from $(ls "$corpus" | wc -l) inputs"
   start=$(date +%s)
   if ! ASAN_OPTIONS=detect_leaks=0:detect_stack_use_after_return=0 \
-       "$build/tests/fuzz/fuzz_$reader" "$corpus" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
+       "$build/tests/fuzz/fuzz_$reader" "$corpus" -max_total_time="$seconds" -seed="$seed" -timeout=10 -rss_limit_mb=4096 \
        -max_len=65536 -artifact_prefix="$findings/" -print_final_stats=1 >"$build/fuzz_$reader.log" 2>&1; then
     echo "  FINDING: see $build/fuzz_$reader.log and $findings/"
     tail -30 "$build/fuzz_$reader.log"
