@@ -206,15 +206,15 @@ ConfigLines read_config_file(const std::string& path, const po::options_descript
   std::istringstream text(cleaned.str());
   try {
     po::store(po::parse_config_file(text, desc), vm);
-  } catch (const po::error_with_option_name& e) {
+  } catch (po::error_with_option_name& e) {
     std::string key = e.get_option_name();
     while (!key.empty() && key[0] == '-') key.erase(0, 1);
     int at = 0;
     for (const auto& k : keys)
       if (k.first == key) at = k.second;
-    throw input_error(path, at, key, e.what());
-  } catch (const po::error& e) {
-    throw InputError(path + ": " + e.what());
+    throw input_error(path, at, key, option_error_message(e));
+  } catch (po::error& e) {
+    throw InputError(path + ": " + option_error_message(e));
   }
   ConfigLines lines;
   for (const auto& [key, at] : keys) lines[key] = at;
@@ -278,7 +278,7 @@ Workload build_workload(const RunSettings& s, const po::variables_map& vm,
                         const platforms::PlatformConfig& p) {
   if (!s.job.empty()) {
     require_input_file(s.job, "job file");
-    return {load_job_file(s.job), {}};
+    return {load_job_file(s.job), {}, {}};
   }
   workloads::ModelSpec model = workloads::load_model(s.model);
   workloads::ModelOverrides overrides;
@@ -340,8 +340,8 @@ bool parse_run(const std::vector<std::string>& args, po::options_description& de
   }
   try {
     po::notify(vm);
-  } catch (const po::error& e) {
-    throw InputError(e.what());
+  } catch (po::error& e) {
+    throw InputError(option_error_message(e));
   }
   return true;
 }
@@ -583,8 +583,8 @@ std::vector<std::string> run_option_args(const std::string& key, const std::stri
   try {
     po::notify(vm);
     check_workload_option(key, value);
-  } catch (const po::error& e) {
-    throw InputError(e.what());
+  } catch (po::error& e) {
+    throw InputError(option_error_message(e));
   } catch (const workloads::InputError& e) {
     throw InputError(e.what());
   }

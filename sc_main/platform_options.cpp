@@ -1,5 +1,8 @@
 #include "sc_main/platform_options.h"
 
+#include <map>
+#include <string>
+
 #include "platforms/platform_file.h"
 #include "sc_main/input_error.h"
 #include "workloads/limits.h"
@@ -66,6 +69,32 @@ po::options_description platform_options(PlatformSettings& s) {
   return platform;
 }
 
+namespace {
+
+// The substitutions of an option error (placeholder -> value), which Boost keeps protected: a
+// pointer to the member, named through a derived class, reaches them in any such error.
+struct SubstitutionAccess : po::error_with_option_name {
+  using Map = std::map<std::string, std::string>;
+  static Map& of(po::error_with_option_name& e) { return e.*(&SubstitutionAccess::m_substitutions); }
+};
+
+void replace_all(std::string& text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+std::string option_error_message(po::error& e) {
+  auto* named = dynamic_cast<po::error_with_option_name*>(&e);
+  if (named == nullptr) return e.what();
+  const std::string stand_in = "\x01";
+  for (auto& [placeholder, value] : SubstitutionAccess::of(*named)) replace_all(value, "%", stand_in);
+  std::string message = named->what();
+  replace_all(message, stand_in, "%");
+  return message;
+}
+
 void store_command_line(const std::vector<std::string>& args, const po::options_description& desc,
                         po::variables_map& vm) {
   try {
@@ -75,8 +104,8 @@ void store_command_line(const std::vector<std::string>& args, const po::options_
         throw InputError("unexpected argument '" + o.value.front() +
                          "' (options start with --, and each value follows its option)");
     po::store(parsed, vm);
-  } catch (const po::error& e) {
-    throw InputError(e.what());
+  } catch (po::error& e) {
+    throw InputError(option_error_message(e));
   }
 }
 
@@ -85,8 +114,8 @@ bool parse_command_options(const std::vector<std::string>& args, const po::optio
   store_command_line(args, desc, vm);
   try {
     po::notify(vm);
-  } catch (const po::error& e) {
-    throw InputError(e.what());
+  } catch (po::error& e) {
+    throw InputError(option_error_message(e));
   }
   if (!vm.count("help")) return true;
   out << desc << "\n";

@@ -29,6 +29,11 @@ struct PlatformSettings {
 
 boost::program_options::options_description platform_options(PlatformSettings& s);
 
+// The message of an option error. Boost.ProgramOptions (1.74) fills its message template in a
+// loop that never ends when a value holds its own placeholder (`--nodes %value%`); this fills it
+// with each '%' of the values stood in for first, so any value gives its message.
+std::string option_error_message(boost::program_options::error& e);
+
 // Stores a command line's options in `vm`; a positional argument (one no option takes) or an
 // unknown option is an InputError naming it.
 void store_command_line(const std::vector<std::string>& args,

@@ -9,6 +9,7 @@
 
 #include "sc_main/input_error.h"
 #include "sc_main/output_file.h"
+#include "sc_main/platform_options.h"
 #include "sc_main/report.h"
 #include "sc_main/sweep_file.h"
 
@@ -99,8 +100,8 @@ bool parse(const std::vector<std::string>& args, SweepSettings& s, std::ostream&
   try {
     po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
     po::notify(vm);
-  } catch (const po::error& e) {
-    throw InputError(e.what());
+  } catch (po::error& e) {
+    throw InputError(option_error_message(e));
   }
   if (vm.count("help")) {
     out << desc << "\n";

@@ -180,6 +180,11 @@ inline const std::vector<Case>& catalogue() {
       {"ConfigUnknownKey", "run --config c.cfg", 2, "c.cfg:2: key 'nodez': unknown key", {{"c.cfg", "layers = 2\nnodez = 2\n"}}},
       {"ConfigBadValue", "run --config c.cfg", 2, "c.cfg:1: key 'layers': --layers expects an integer, got 'two'", {{"c.cfg", "layers = two\n"}}},
       {"ConfigNodesZero", "run --config c.cfg", 2, "c.cfg:1: key 'nodes': must be an integer in [1, 65536], got 0", {{"c.cfg", "nodes = 0\n"}}},
+      // A value holding its own placeholder once made Boost's message loop forever (a fuzz finding).
+      {"ConfigValueWithPlaceholder", "run --config c.cfg", 2, "c.cfg:1: key 'nodes': the argument ('2%value%') for option 'nodes' is invalid",
+       {{"c.cfg", "nodes = 2%value%\n"}}},
+      {"OptionValueWithPlaceholder", "run --nodes %value%", 2, "the argument ('%value%') for option '--nodes' is invalid"},
+      {"UnknownOptionWithPlaceholder", "describe --x%option%", 2, "unrecognised option '--x%option%'"},
       {"ConfigIncludesConfig", "run --config c.cfg", 2, "c.cfg:1: key 'config': a config file cannot include another", {{"c.cfg", "config = c.cfg\n"}}},
       {"ConfigNotKeyValue", "run --config c.cfg", 2, "c.cfg:1: expected 'key = value'", {{"c.cfg", "layers 2\n"}}},
       {"ConfigMissing", "run --config none.cfg", 2, "none.cfg: config file cannot read (no such file)"},
