@@ -45,7 +45,10 @@ Transfer ScheduleBuilder::windowed(int peer, uint64_t bytes, int channels, int p
   const uint64_t share = std::max<uint64_t>(1, call.slots / uint64_t(std::max(1, phases)));
   const uint64_t window =
       std::clamp(nccl * share, ceil_div(bytes, kMaxChunksPerTransfer), ceil_div(bytes, kFlowChunksPerTransfer));
-  return sized(peer, bytes, std::max(chunk_size(bytes, nccl, channels), window));
+  const uint64_t chunk = chunk_size(bytes, nccl, channels);
+  Transfer t = sized(peer, bytes, std::max(chunk, window));
+  t.step_chunk_bytes = static_cast<uint32_t>(std::min<uint64_t>(chunk, kMaxChunkBytes));  // (the fill)
+  return t;
 }
 
 }  // namespace tessera::models

@@ -89,10 +89,10 @@ void FlowFabric::inject(tlm::tlm_generic_payload& gp, PacketSource& source) {
   uint32_t end = kNone;
   if (to_switch(t.purpose)) end = paths_.path_to_switch(t, path_);
   else paths_.path(t, path_);
-  start(gp, source, end);
+  start(gp, source, end, end != kNone);
 }
 
-void FlowFabric::start(tlm::tlm_generic_payload& gp, PacketSource& source, uint32_t to_switch) {
+void FlowFabric::start(tlm::tlm_generic_payload& gp, PacketSource& source, uint32_t to_switch, bool via_switch) {
   const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
   // The path's latency, and what each hop costs its link per payload byte.
   const double payload = double(t.bytes);
@@ -123,8 +123,11 @@ void FlowFabric::start(tlm::tlm_generic_payload& gp, PacketSource& source, uint3
   // A transfer standing for several steps in series (flow fidelity's steady state) arrives no
   // earlier than its latency chain: each step's path latency and handshake (the engine adds the
   // last handshake itself).
+  // A window into or out of a reducing switch (steps 1) stands for packet fidelity's chunks
+  // streaming through the path: it arrives no earlier than its first chunk stored and forwarded
+  // on every link, the pipeline's fill.
   f.earliest = f.since;
-  if (t.steps > 1) {
+  if (t.steps > 1 || (via_switch && t.step_chunk_bytes > 0)) {
     // Per step: the chunk it forwards, stored and forwarded on every link of the path (as
     // packet fidelity's ports do), the path's latency and the handshake.
     sc_dt::uint64 chunk = 0;
@@ -251,7 +254,7 @@ void FlowFabric::at_switch(uint32_t id, tlm::tlm_generic_payload& gp) {
       // The last contribution's payload carries the sum to the owner.
       ++reductions_;
       paths_.path_from_switch(id, t, path_);
-      return start(gp, u, kNone);
+      return start(gp, u, kNone, true);
     case protocol::TransferPurpose::SwitchMulticast: {
       const protocol::FabricTransfer copy = t;
       const unsigned length = gp.get_data_length();
@@ -263,7 +266,7 @@ void FlowFabric::at_switch(uint32_t id, tlm::tlm_generic_payload& gp) {
         c.acquire();                                         // and the fabric's
         protocol::fabric_transfer(c).destination = static_cast<uint32_t>(copy.members[m]);
         paths_.path_from_switch(id, protocol::fabric_transfer(c), path_);
-        start(c, u, kNone);
+        start(c, u, kNone, true);
       }
       return;
     }
@@ -273,7 +276,7 @@ void FlowFabric::at_switch(uint32_t id, tlm::tlm_generic_payload& gp) {
       ++reductions_;
       if (v.parent_port < 0) return spread(id, gp);  // the root: the sum goes down the tree
       const uint32_t parent = paths_.tree_hop(id, static_cast<uint32_t>(v.parent_port), t, path_);
-      return start(gp, u, parent);  // the partial sum climbs
+      return start(gp, u, parent, true);  // the partial sum climbs
     }
     case protocol::TransferPurpose::NetworkMulticast: return spread(id, gp);
     default:
@@ -294,7 +297,7 @@ void FlowFabric::spread(uint32_t id, tlm::tlm_generic_payload& gp) {
     tlm::tlm_generic_payload& copy = u.copy_down(t, length, child);  // the copy's own reference
     copy.acquire();                                                   // and the fabric's
     const uint32_t next = paths_.tree_hop(id, child.port, protocol::fabric_transfer(copy), path_);
-    start(copy, u, child.rank >= 0 ? kNone : next);
+    start(copy, u, child.rank >= 0 ? kNone : next, true);
   }
 }
 

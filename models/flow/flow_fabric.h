@@ -161,8 +161,9 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   static constexpr uint32_t kNone = ~0u;
 
   // Starts the flow of `gp` over path_ from `source`, ending at switch `to_switch` (kNone: at
-  // GPU t.destination). The fabric already holds its reference to gp.
-  void start(tlm::tlm_generic_payload& gp, PacketSource& source, uint32_t to_switch);
+  // GPU t.destination); `via_switch`: it ends or starts at a reducing switch. The fabric already
+  // holds its reference to gp.
+  void start(tlm::tlm_generic_payload& gp, PacketSource& source, uint32_t to_switch, bool via_switch);
   void update();
   void deliver();
   // A flow that ended at switch `id`: what the switch does with it (reduce, multicast).
