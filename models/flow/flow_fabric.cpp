@@ -239,7 +239,12 @@ void FlowFabric::absorb(tlm::tlm_generic_payload& gp) {
 }
 
 ReductionUnit& FlowFabric::unit(uint32_t id) {
-  if (units_.size() <= id) units_.resize(size_t(id) + 1, ReductionUnit(pool_));
+  if (units_.size() <= id) {
+    if (id >= paths_.switches())
+      throw std::logic_error(std::string(name()) + ": a flow ended at switch " + std::to_string(id) + " of " +
+                             std::to_string(paths_.switches()));
+    units_.resize(size_t(id) + 1, ReductionUnit(pool_));
+  }
   return units_[id];
 }
 
