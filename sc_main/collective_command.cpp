@@ -147,9 +147,12 @@ std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const
   if (result.deadlocked) throw std::runtime_error(describe_deadlock(result));
   if (simulation != nullptr) *simulation = result;
 
-  // The tuner's choice for each size, as the engine makes it.
+  // The tuner's choice for each size, as the engines make it (CollectiveEngine::choice): the
+  // same tuner (predicting with the engine's chunk) and the same function, in either fidelity.
   const models::CollectiveEngineConfig& engine = options.collectives;
-  const models::Tuner tuner(engine.tuner, platforms::fabric_facts(platform));
+  models::TunerConfig tuning = engine.tuner;
+  tuning.chunk_bytes = options.chunk_bytes;
+  const models::Tuner tuner(tuning, platforms::fabric_facts(platform));
   const models::CommunicatorShape shape = world_shape(platform, engine);
 
   const double factor = calibration::bus_bandwidth_factor(op_name(s.op), n);
@@ -178,15 +181,12 @@ std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const
       rows.push_back(row);
       continue;
     }
-    const protocol::CollectiveOp op = models::collective_op(kind);
-    models::CollectiveAlgorithm a = engine.algorithm;
-    models::CollectiveProtocol p = engine.protocol;
-    const uint64_t bytes = std::max<uint64_t>(sizes[i], kind == workloads::CollectiveKind::Barrier ? n : 1);
-    if (!tuner.unsupported(op, a, p, shape).empty()) a = models::CollectiveAlgorithm::Automatic;
-    const models::Choice c = tuner.choose(op, bytes, shape, a, p);
+    const models::Choice c =
+        models::choose_call(tuner, models::collective_op(kind), sizes[i], shape, models::CollectiveAlgorithm::Automatic,
+                            models::CollectiveProtocol::Automatic, engine.algorithm, engine.protocol, engine.channels);
     row.algorithm = models::algorithm_name(c.algorithm);
     row.protocol = models::protocol_name(c.protocol);
-    row.channels = engine.channels > 0 ? engine.channels : c.channels;
+    row.channels = c.channels;
     rows.push_back(row);
   }
   return rows;
