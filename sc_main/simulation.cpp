@@ -198,6 +198,7 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
 
   SimulationResult result;
   result.fidelity = options.fidelity;
+  result.fidelity_reason = options.fidelity_reason;
   sc_core::sc_time end = sc_core::SC_ZERO_TIME;
   for (size_t r = 0; r < platform.gpu_count(); ++r) {
     const models::CommandProcessor& cp = platform.gpu(r).command_processor();
