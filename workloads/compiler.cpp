@@ -307,7 +307,7 @@ class StageBuilder {
   // GEMM (reads and writes the output).
   void gemm_bias(uint32_t name, ComputePhase phase, double elements) {
     if (!m_.bias || framework_.fused_gemm_bias) return;
-    compute(name, phase, KernelKind::Elementwise, elements, 2.0 * elements * q_.eb, elements);
+    compute(name, phase, KernelKind::Bias, elements, 2.0 * elements * q_.eb, elements);
   }
 
   // ---- tensor-parallel GEMM pairs (Megatron's f and g operators) ----
