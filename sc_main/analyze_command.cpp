@@ -11,6 +11,7 @@
 #include "analytic/symbolic.h"
 #include "sc_main/case_runner.h"
 #include "sc_main/input_error.h"
+#include "sc_main/report.h"
 #include "workloads/limits.h"
 
 namespace po = boost::program_options;
@@ -23,12 +24,6 @@ namespace {
 // collective algorithm.
 constexpr double kConfirmStep = 0.10;
 constexpr int kConfirmed = 3;
-
-std::string format(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
 
 // The flow fidelity iteration times of the parameters at (1 - step) and (1 + step).
 std::vector<std::pair<double, double>> flow_times(const std::vector<Sensitivity>& top,

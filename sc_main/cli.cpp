@@ -22,6 +22,7 @@
 #include "sc_main/compute_command.h"
 #include "sc_main/compute_options.h"
 #include "sc_main/validate_command.h"
+#include "sc_main/fidelity_choice.h"
 #include "sc_main/input_error.h"
 #include "platforms/platform_file.h"
 #include "sc_main/describe_command.h"
@@ -68,8 +69,6 @@ const char* kUsage =
     "  -h, --help  this help; 'tessera <command> --help' for a command's options\n"
     "  --version   print the version\n";
 
-// `--fidelity auto` simulates larger platforms in flow fidelity.
-constexpr int kPacketFidelityGpus = 64;
 // A link counter bucket of at least 100 ns (a 128 KiB chunk crosses
 // a 450 GB/s NVLink in 290 ns; finer buckets only cost memory, docs/limits.md).
 constexpr double kMinTraceBucketUs = 0.1, kMaxTraceBucketUs = 1e12;
@@ -374,16 +373,16 @@ Workload prepare_run(RunSettings& s, const po::variables_map& vm, platforms::Pla
 
 // The simulation options of a run (not its kernel timer).
 SimulationOptions simulation_options(const RunSettings& s, const po::variables_map& vm,
-                                     const platforms::PlatformConfig& platform) {
+                                     const platforms::PlatformConfig& platform, const workloads::Job& job) {
   SimulationOptions options;
   options.chunk_bytes = uint64_t(s.chunk_kib) * 1024;
-  // auto: packet fidelity where it runs in seconds to minutes, flow fidelity beyond; RTL blocks
-  // sit at ports, which only packet fidelity has.
-  if (s.fidelity == "auto")
-    options.fidelity = platform.gpu_count() > kPacketFidelityGpus && !platform.uses_rtl() ? platforms::Fidelity::Flow
-                                                                                          : platforms::Fidelity::Packet;
-  else if (!platforms::parse_fidelity(s.fidelity, options.fidelity))
+  if (s.fidelity == "auto") {
+    FidelityChoice choice = choose_fidelity(platform, job, options.chunk_bytes, uint64_t(s.iterations));
+    options.fidelity = choice.fidelity;
+    options.fidelity_reason = std::move(choice.reason);
+  } else if (!platforms::parse_fidelity(s.fidelity, options.fidelity)) {
     throw InputError("--fidelity: unknown fidelity '" + s.fidelity + "' (packet, flow, analytic or auto)");
+  }
   if (options.fidelity == platforms::Fidelity::Analytic && s.iterations > 1)
     throw InputError("--iterations " + std::to_string(s.iterations) +
                      ": analytic fidelity costs one iteration (every iteration is the same); leave --iterations out");
@@ -419,7 +418,7 @@ int run_parsed(RunSettings& s, const po::variables_map& vm, std::ostream& out, s
   platforms::PlatformConfig platform;
   Workload workload = prepare_run(s, vm, platform, topology);
   const workloads::Job& job = workload.job;
-  SimulationOptions options = simulation_options(s, vm, platform);
+  SimulationOptions options = simulation_options(s, vm, platform, job);
   options.topology = topology;
   options.vcd = s.vcd;
   std::string compute_note;
@@ -509,7 +508,7 @@ int analyze_parsed(RunSettings& s, const AnalyzeSettings& a, const po::variables
   platforms::PlatformConfig platform;
   const Workload workload = prepare_run(s, vm, platform, topology);
   s.fidelity = "analytic";
-  SimulationOptions options = simulation_options(s, vm, platform);
+  SimulationOptions options = simulation_options(s, vm, platform, workload.job);
   options.trace = false;
   const workloads::Framework framework = load_framework_option(s.compute);
   // The analytic iteration time of the platform with extra settings.

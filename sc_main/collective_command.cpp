@@ -195,7 +195,7 @@ std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const
 int command_collective(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
   PlatformSettings platform_settings;
   std::string op = "allreduce", min_text = "8", max_text = "128M", fidelity = "packet";
-  std::string algorithm = "auto", protocol = "auto", report, compare, svg, title, vcd;
+  std::string algorithm = "auto", protocol = "auto", report, compare, dataset, svg, title, vcd;
   double factor = 2.0;
   int64_t gpus_per_node = 0, chunk_kib = 128, channels = 0;
   po::options_description desc("tessera collective [options]");
@@ -213,7 +213,8 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
       ("fidelity", po::value(&fidelity)->default_value("packet"), "packet or flow (docs/fidelity.md)")
       ("report", po::value(&report), "write the table as JSON to FILE")
       ("vcd", po::value(&vcd), "write the RTL blocks' pins and their ports' signals as a VCD waveform to FILE (docs/cosim.md)")
-      ("compare", po::value(&compare), "a measured curve (CSV) to compare busbw with")
+      ("compare", po::value(&compare), "a measured curve (CSV) to compare busbw with (a file with an op column: the rows of --op)")
+      ("dataset", po::value(&dataset), "with --compare: the dataset of a file that holds several (its dataset column)")
       ("svg", po::value(&svg), "with --compare: plot simulated and measured busbw to FILE")
       ("title", po::value(&title), "plot title");
   desc.add(platform_options(platform_settings));
@@ -262,6 +263,7 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
     s.options.collectives.gpus_per_node = int(gpus_per_node);
   }
   if (!svg.empty() && compare.empty()) throw InputError("--svg needs --compare");
+  if (!dataset.empty() && compare.empty()) throw InputError("--dataset needs --compare");
   // The forced algorithm must be able to run the operation on this platform.
   if (sendrecv && (s.options.collectives.algorithm != models::CollectiveAlgorithm::Automatic ||
                    s.options.collectives.protocol != models::CollectiveProtocol::Automatic))
@@ -275,7 +277,7 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
   }
   const double busbw_factor = calibration::bus_bandwidth_factor(op_name(op), gpu_count);
   calibration::MeasuredCurve measured;
-  if (!compare.empty()) measured = calibration::read_measured_curve(compare, busbw_factor);
+  if (!compare.empty()) measured = calibration::read_measured_curve(compare, busbw_factor, {op, dataset});
 
   const std::vector<SweepRow> rows = [&] {
     const Watchdog guard(watchdog, expected_memory_bytes(platform.nodes, 0));

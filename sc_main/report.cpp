@@ -11,6 +11,13 @@
 
 namespace tessera::app {
 
+std::string format(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
+
 using nlohmann::ordered_json;
 
 namespace {
@@ -54,12 +61,6 @@ std::array<double, models::kTimeCauses> mean_time_by_cause(const SimulationResul
   for (const RankResult& rr : r.ranks)
     for (int c = 0; c < models::kTimeCauses; ++c) mean[c] += rr.time_by_cause[c] / double(r.ranks.size());
   return mean;
-}
-
-std::string format(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
 }
 
 // The RTL blocks of a run, by block: how many ports, cycles evaluated, decisions.
@@ -194,6 +195,7 @@ ordered_json report_json(const platforms::PlatformConfig& platform, const worklo
                      {"iterations", r.iterations},
                      {"fabric_transactions", r.transactions},
                      {"flows", r.flows}};
+  if (!r.fidelity_reason.empty()) j["simulation"]["fidelity_reason"] = r.fidelity_reason;
   if (r.fidelity == platforms::Fidelity::Analytic) j["simulation"]["ranks_costed"] = r.classes;
   if (!r.rtl.empty()) j["rtl"] = rtl_json(r);
   return j;
@@ -256,6 +258,8 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
     out << "  analytic model        " << r.classes << " of " << r.ranks.size() << " ranks costed"
         << (static_cast<size_t>(r.classes) < r.ranks.size() ? " (the others are equivalent to one of them)" : "") << ", "
         << format("%.3f s", r.wall_s) << format(" (%.3f s of CPU)", r.cpu_s) << "\n";
+  if (!r.fidelity_reason.empty())
+    out << "  fidelity              " << platforms::fidelity_name(r.fidelity) << " (" << r.fidelity_reason << ")\n";
   double busiest = 0;
   std::string busiest_name;
   for (const LinkResult& l : r.links)

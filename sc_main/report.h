@@ -15,6 +15,9 @@
 namespace tessera::app {
 
 // `memory` is the per-rank memory breakdown of a compiled model (empty for a job file).
+// One number with a printf format ("%.3f ms").
+std::string format(const char* fmt, double v);
+
 nlohmann::ordered_json report_json(const platforms::PlatformConfig& platform,
                                    const workloads::Job& job,
                                    const std::vector<workloads::MemoryBreakdown>& memory,

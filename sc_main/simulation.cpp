@@ -17,6 +17,7 @@
 #include "models/gpu/program_graph.h"
 #include "models/rtl/contract.h"
 #include "sc_main/output_file.h"
+#include "sc_main/progress_line.h"
 #include "tlm/payload_pool.h"
 #include "tlm/sockets.h"
 #include "tlm/time_span.h"
@@ -25,37 +26,6 @@ namespace tessera::app {
 namespace {
 
 double seconds(const sc_core::sc_time& t) { return t.to_seconds(); }
-
-// Prints "simulated t, ops done/total" on stderr about once a second, checking the wall clock
-// only every few thousand ops so the hot path stays cheap.
-class TerminalProgress : public models::ProgressMonitor {
- public:
-  TerminalProgress(uint64_t total, bool enabled) : total_(total), enabled_(enabled) {
-    last_ = std::chrono::steady_clock::now();
-  }
-  void op_completed() override {
-    ++done_;
-    if (!enabled_ || (done_ & 1023) != 0) return;
-    const auto now = std::chrono::steady_clock::now();
-    if (now - last_ < std::chrono::seconds(1)) return;
-    last_ = now;
-    printed_ = true;
-    std::fprintf(stderr, "\r  simulated %.3f ms, %llu of %llu ops (%.0f%%)   ",
-                 sc_core::sc_time_stamp().to_seconds() * 1e3, (unsigned long long)done_,
-                 (unsigned long long)total_, 100.0 * double(done_) / double(total_));
-    std::fflush(stderr);
-  }
-  ~TerminalProgress() override {
-    if (printed_) std::fprintf(stderr, "\r%70s\r", "");
-  }
-
- private:
-  uint64_t total_;
-  bool enabled_;
-  uint64_t done_ = 0;
-  bool printed_ = false;
-  std::chrono::steady_clock::time_point last_;
-};
 
 void check_program_choices(const workloads::Job& job, const workloads::Program& program, std::vector<bool>& seen);
 
@@ -168,7 +138,7 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
     if (!graph) graph = std::make_shared<models::ProgramGraph>(*rank.program);
     total_ops += rank.program->ops.size() * options.iterations;
   }
-  TerminalProgress progress(total_ops, options.progress && isatty(STDERR_FILENO));
+  TerminalProgress progress(total_ops, options.iterations, options.progress && isatty(STDERR_FILENO));
   for (const workloads::Rank& rank : job.ranks) {
     models::Gpu& gpu = platform.gpu(rank.rank);
     if (options.trace) gpu.activity().enable_spans();
@@ -198,6 +168,7 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
 
   SimulationResult result;
   result.fidelity = options.fidelity;
+  result.fidelity_reason = options.fidelity_reason;
   sc_core::sc_time end = sc_core::SC_ZERO_TIME;
   for (size_t r = 0; r < platform.gpu_count(); ++r) {
     const models::CommandProcessor& cp = platform.gpu(r).command_processor();

@@ -25,6 +25,7 @@ struct SimulationOptions {
   bool progress = false;                 // print progress on stderr
   uint64_t iterations = 1;               // every rank runs its program this many times
   platforms::Fidelity fidelity = platforms::Fidelity::Packet;
+  std::string fidelity_reason;           // why `--fidelity auto` picked it ("" when chosen)
   // The compute model every GPU times its kernels with (null: the models' roofline).
   std::shared_ptr<const models::KernelTimer> kernel_timer;
   // The platform's graph and routes when the caller has them (build_platform); else computed.
@@ -94,6 +95,7 @@ struct SimulationResult {
                                // fidelity one flow across one link)
   uint64_t flows = 0;          // flow fidelity: flows started
   platforms::Fidelity fidelity = platforms::Fidelity::Packet;
+  std::string fidelity_reason;  // SimulationOptions::fidelity_reason
   uint64_t payloads_created = 0;
   int classes = 0;             // analytic fidelity: ranks costed (one per class of equivalent ranks)
   double wall_s = 0;

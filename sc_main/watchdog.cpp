@@ -28,7 +28,7 @@ double resident_bytes() {
 
 [[noreturn]] void stop_run(const char* what, double value, double limit, const char* option,
                           const char* why = "") {
-  if (isatty(STDERR_FILENO)) std::fprintf(stderr, "\r%70s\r", "");  // the progress line
+  if (isatty(STDERR_FILENO)) std::fprintf(stderr, "\r%102s\r", "");  // the progress line (progress_line.h)
   std::fprintf(stderr, "tessera: error: the run stopped: %s %.3g beyond %s %.3g%s (nothing was written)\n", what,
                value, option, limit, why);
   std::fflush(stderr);

@@ -289,6 +289,27 @@ class StageBuilder {
             3.0 * n * q_.eb + mask, 3, 7.0 * n * q_.eb + mask);
   }
 
+  // A layer norm's backward over `tokens` tokens: the output gradient and the input read, the
+  // input gradient written; a second pass reads both again for the weight gradients where the
+  // framework's kernel takes two (Framework::norm_backward_passes; Apex launches three kernels).
+  void norm_backward(uint32_t name, double tokens) {
+    const double n = tokens * q_.h, two = framework_.norm_backward_passes == 2 ? 1.0 : 0.0;
+    compute(name, ComputePhase::BackwardInput, KernelKind::Norm, 8.0 * n, (3.0 + 2.0 * two) * n * q_.eb, n,
+            two > 0 ? 3 : 1);
+  }
+  // A bias's gradient: the output gradient (`elements` of it) summed over the tokens, a
+  // reduction kernel that reads it once. Models without biases have none.
+  void bias_gradient(uint32_t name, double elements) {
+    if (!m_.bias) return;
+    compute(name, ComputePhase::BackwardWeight, KernelKind::Elementwise, elements, elements * q_.eb, elements);
+  }
+  // The bias of a linear layer added after its GEMM where the framework does not add it in the
+  // GEMM (reads and writes the output).
+  void gemm_bias(uint32_t name, ComputePhase phase, double elements) {
+    if (!m_.bias || framework_.fused_gemm_bias) return;
+    compute(name, phase, KernelKind::Bias, elements, 2.0 * elements * q_.eb, elements);
+  }
+
   // ---- tensor-parallel GEMM pairs (Megatron's f and g operators) ----
   // A TP group as one part of the model sees it: its size, communicator slot and the tokens its
   // GEMMs take. The blocks: tp ranks on all T local tokens. The vocabulary-parallel part
@@ -351,8 +372,10 @@ class StageBuilder {
   // Column-parallel backward: dgrad, then the input gradient is summed into the blocks' layout
   // while wgrad runs; with SP the input is gathered again for wgrad (Megatron keeps only the
   // sharded input).
+  // A layer's own bias (`bias`, null: none) gets its gradient after wgrad, while the input
+  // gradient is still being summed, where the framework does not fuse it into wgrad.
   void column_backward(uint32_t u, const char* base, const char* gather, const char* reduce,
-                       double n, const TpGroup& g) {
+                       double n, const TpGroup& g, const char* bias = nullptr) {
     OpId input = kNoOp;
     if (q_.sp && g.size > 1)
       input = collective(tp_stream_, name(u, gather, ComputePhase::BackwardWeight),
@@ -362,6 +385,8 @@ class StageBuilder {
     const OpId reduced = to_blocks(u, reduce, ComputePhase::BackwardInput, g);
     if (input != kNoOp) block(input);
     gemm(name(u, base, ComputePhase::BackwardWeight), ComputePhase::BackwardWeight, n, q_.h, g.tokens);
+    if (bias != nullptr && !framework_.fused_gemm_bias_grad)
+      bias_gradient(name(u, bias, ComputePhase::BackwardWeight), g.tokens * n);
     if (reduced != kNoOp) block(reduced);
   }
   // Partial sums over the group's shards (of an activation or an input gradient) into the
@@ -489,6 +514,7 @@ void StageBuilder::layer_forward(const Unit& unit, ComputePhase ph) {
   const bool moe = m_.is_moe();
   compute(name(u, "attn_norm", ph), ph, KernelKind::Norm, 5.0 * q.Tr * q.h, 2.0 * q.Tr * q.h * q.eb, q.Tr * q.h);
   column_forward(u, "qkv", "qkv_allgather", ph, (q.h + 2.0 * q.dkv) / q.t, blocks());
+  gemm_bias(name(u, "qkv_bias", ph), ph, q.T * (q.h + 2.0 * q.dkv) / q.t);
   if (m_.position == PositionKind::Rotary)
     compute(name(u, "rope", ph), ph, KernelKind::Rotary, 3.0 * q.T * (q.h + q.dkv) / q.t,
             2.0 * q.T * (q.h + q.dkv) / q.t * q.eb, q.T * (q.h + q.dkv) / q.t);
@@ -527,6 +553,7 @@ void StageBuilder::layer_backward(const Unit& unit) {
   const ComputePhase bi = ComputePhase::BackwardInput, bw = ComputePhase::BackwardWeight;
   if (r_.s.recompute == Recompute::Full) layer_forward(unit, ComputePhase::Recompute);
   residual(name(u, "mlp_residual", bi), bi, 2.0);
+  bias_gradient(name(u, "mlp_fc2_bias", bw), q.Tr * q.h);
   if (m_.is_moe()) {
     const double routed = q.Tr * q.k;
     compute(name(u, "moe_unpermute", bi), bi, KernelKind::MoeRouting, routed * q.h, 2.0 * routed * q.h * q.eb, routed * q.h);
@@ -547,11 +574,13 @@ void StageBuilder::layer_backward(const Unit& unit) {
   } else {
     row_backward(u, "mlp_fc2", "mlp_fc2_grad_allgather", q.f / q.t);
     activation(name(u, "mlp_act", bi), bi, 16.0, q.T * q.f / q.t, q.mlp_in + 2);
+    bias_gradient(name(u, "mlp_fc1_bias", bw), q.T * q.mlp_in * q.f / q.t);
     column_backward(u, "mlp_fc1", "mlp_fc1_allgather", "mlp_fc1_grad_reduce",
                     q.mlp_in * q.f / q.t, blocks());
   }
-  compute(name(u, "mlp_norm", bi), bi, KernelKind::Norm, 8.0 * q.Tr * q.h, 3.0 * q.Tr * q.h * q.eb, q.Tr * q.h);
+  norm_backward(name(u, "mlp_norm", bi), q.Tr);
   residual(name(u, "attn_residual", bi), bi, 2.0);
+  bias_gradient(name(u, "attn_proj_bias", bw), q.Tr * q.h);
   row_backward(u, "attn_proj", "attn_proj_grad_allgather", q.h / q.t);
   // Selective recompute re-runs the attention core's forward (the s^2 part) before its backward.
   if (r_.s.recompute == Recompute::Selective && !r_.s.flash_attention)
@@ -584,8 +613,8 @@ void StageBuilder::layer_backward(const Unit& unit) {
     compute(name(u, "rope", bi), bi, KernelKind::Rotary, 3.0 * q.T * (q.h + q.dkv) / q.t,
             2.0 * q.T * (q.h + q.dkv) / q.t * q.eb, q.T * (q.h + q.dkv) / q.t);
   column_backward(u, "qkv", "qkv_allgather", "qkv_grad_reduce", (q.h + 2.0 * q.dkv) / q.t,
-                  blocks());
-  compute(name(u, "attn_norm", bi), bi, KernelKind::Norm, 8.0 * q.Tr * q.h, 3.0 * q.Tr * q.h * q.eb, q.Tr * q.h);
+                  blocks(), "qkv_bias");
+  norm_backward(name(u, "attn_norm", bi), q.Tr);
 }
 
 // The vocabulary-parallel part (docs/workloads.md): with embedding.tp = e < tp = t, each TP
@@ -642,7 +671,7 @@ void StageBuilder::output_backward(const Unit& unit) {
   compute(name(u, "cross_entropy", bi), bi, KernelKind::CrossEntropy, 2.0 * q.Te * local_vocab,
           q.Te * local_vocab * (q.eb + 4.0), q.Te * local_vocab);
   column_backward(u, "logits", "logits_allgather", "logits_grad_reduce", local_vocab, vocab());
-  compute(name(u, "final_norm", bi), bi, KernelKind::Norm, 8.0 * q.Tr * q.h, 3.0 * q.Tr * q.h * q.eb, q.Tr * q.h);
+  norm_backward(name(u, "final_norm", bi), q.Tr);
 }
 
 // Generic layers: sizes per sample, so each is scaled by the micro-batch.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "workloads/limits.h"
 #include "workloads/strategy.h"
 #include "workloads/yaml_reader.h"
 
@@ -47,6 +48,9 @@ Framework load_framework(const std::string& name_or_path) {
   f.fused_bias_dropout_add = map.boolean("fused_bias_dropout_add", f.fused_bias_dropout_add);
   f.fused_softmax = map.boolean("fused_softmax", f.fused_softmax);
   f.fused_grad_accumulation = map.boolean("fused_grad_accumulation", f.fused_grad_accumulation);
+  f.fused_gemm_bias = map.boolean("fused_gemm_bias", f.fused_gemm_bias);
+  f.fused_gemm_bias_grad = map.boolean("fused_gemm_bias_grad", f.fused_gemm_bias_grad);
+  f.norm_backward_passes = int(map.integer("norm_backward_passes", f.norm_backward_passes, limits::integers(1, 2)));
   f.gradient_clipping = map.boolean("gradient_clipping", f.gradient_clipping);
   f.loss_scaling = map.boolean("loss_scaling", f.loss_scaling);
   f.host_launch_us = map.number("host_launch_us", f.host_launch_us);

@@ -20,6 +20,19 @@ struct Framework {
   bool fused_bias_dropout_add = true;  // bias + dropout + residual add in one kernel
   bool fused_softmax = true;           // scale + mask + softmax in one kernel
   bool fused_grad_accumulation = true; // weight-gradient GEMMs accumulate into the main gradient
+  // A linear layer's own bias (QKV's): added in the GEMM (cuBLASLt's epilogue, or addmm's C
+  // operand); false: a bias-add kernel after the forward GEMM.
+  bool fused_gemm_bias = true;
+  // Its gradient summed in the weight-gradient GEMM's epilogue (Transformer Engine); false: a
+  // reduction kernel (the output gradient summed over the tokens). Biases applied in a fused
+  // bias-activation or bias-dropout-add get their gradient from a reduction kernel in every
+  // framework (autograd sums the broadcast bias).
+  bool fused_gemm_bias_grad = true;
+  // Passes of a layer norm's backward over its output gradient and input: 1 (dX and the weight
+  // gradients' partial sums in one kernel, Transformer Engine); 2 (Apex's fused layer norm and
+  // PyTorch's own: one kernel for the weight gradients' partial sums, another for dX, so both
+  // tensors are read twice).
+  int norm_backward_passes = 1;
   // Per-iteration work.
   bool gradient_clipping = true;       // the gradient norm: every gradient read once
   bool loss_scaling = true;            // fp16: gradients checked for inf/NaN and unscaled

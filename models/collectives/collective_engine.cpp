@@ -203,16 +203,18 @@ void CollectiveEngine::steady_state(Instance& inst) const {
   }
   if (phases.size() < 2) return;
   Phase merged;
-  auto add = [](std::vector<Transfer>& into, const Transfer& t) {
+  // The chunk of one step of `t` (a transfer may already stand for several steps).
+  auto step_chunk = [](const Transfer& t) { return t.steps > 1 ? t.step_chunk_bytes : t.chunk_bytes; };
+  auto add = [&](std::vector<Transfer>& into, const Transfer& t) {
     for (Transfer& x : into)
       if (x.peer == t.peer && x.first_channel == t.first_channel) {
         x.bytes += t.bytes;
-        ++x.steps;
-        x.step_chunk_bytes = std::max(x.step_chunk_bytes, t.chunk_bytes);
+        x.steps += t.steps;
+        x.step_chunk_bytes = std::max(x.step_chunk_bytes, step_chunk(t));
         return;
       }
     into.push_back(t);
-    into.back().step_chunk_bytes = t.chunk_bytes;
+    into.back().step_chunk_bytes = step_chunk(t);
   };
   for (const Phase& ph : phases) {
     for (const Transfer& t : ph.sends) add(merged.sends, t);

@@ -30,24 +30,34 @@ void ring_schedule(ScheduleBuilder& b, const CommunicatorShape& shape) {
   // own ring (ring_channels) and carries its share of the segment.
   const uint64_t segment = ceil_div(bytes, n);
   const int steps = (reduce_part ? n - 1 : 0) + (gather_part ? n - 1 : 0);
-  // (Each ring is a chain of phases: at most kMaxRingPhases in all, so rings give way to
-  // fewer, wider ones on very large communicators.)
-  const int ring_budget = std::max(1, static_cast<int>(kMaxRingPhases / uint32_t(std::max(1, steps))));
-  const std::vector<RingChannels> rings = ring_channels(shape, p, C, ring_budget);
-  auto on = [&](const RingChannels& ring, int position) {
-    Transfer t = b.transfer(b.rank_at(position), ceil_div(segment * ring.channels, C), ring.channels);
+  // Every ring NCCL has (one per member of a node, so every GPU's way out of its node carries
+  // its share). Each ring is a chain of phases, at most kMaxRingPhases in all: on very large
+  // communicators a phase carries several consecutive steps of its ring (Transfer::steps, and
+  // the chunk of one step for the latency chain they stand for).
+  const std::vector<RingChannels> rings = ring_channels(shape, p, C);
+  const int per_ring = std::max(1, static_cast<int>(kMaxRingPhases / uint32_t(rings.size())));
+  const int group = std::max(1, (steps + per_ring - 1) / per_ring);
+  auto on = [&](const RingChannels& ring, int position, int k) {
+    const uint64_t step_bytes = ceil_div(segment * ring.channels, C);
+    Transfer t = b.transfer(b.rank_at(position), step_bytes * uint64_t(k), ring.channels);
     t.first_channel = static_cast<uint16_t>(ring.first_channel);
     t.stride = static_cast<uint16_t>(ring.stride);
     t.channels = static_cast<uint16_t>(ring.channels);
+    if (k > 1) {
+      t.steps = static_cast<uint32_t>(k);
+      t.step_chunk_bytes = b.transfer(b.rank_at(position), step_bytes, ring.channels).chunk_bytes;
+    }
     return t;
   };
   // A ring's steps wait for its own previous step only: the rings are independent.
   for (const RingChannels& ring : rings) {
-    const int first = b.last() + 1;
-    for (int s = 0; s < steps; ++s) {
-      Phase& ph = b.add(s > 0 ? first + s - 1 : -1);
-      ph.sends.push_back(on(ring, ring.next));
-      ph.receives.push_back(on(ring, ring.previous));
+    int previous = -1;
+    for (int s = 0; s < steps; s += group) {
+      const int k = std::min(group, steps - s);
+      Phase& ph = b.add(previous);
+      ph.sends.push_back(on(ring, ring.next, k));
+      ph.receives.push_back(on(ring, ring.previous, k));
+      previous = b.last();
     }
   }
 }

@@ -8,6 +8,10 @@ using protocol::CollectiveOp;
 
 // Tree: NCCL's double binary tree (src/graph/trees.cc): a chain inside each node, and two
 // binary trees over the nodes, each carrying half of the data (one the mirror of the other).
+// NCCL builds a tree per channel, each channel's chain entering the node at the GPU nearest its
+// NIC (src/graph/search.cc), so the channels' trees leave every node through all its NICs:
+// across nodes of the same members, channel group r's chain starts at member r (as
+// ring_channels' rings do) and carries its share of the data.
 void tree_schedule(ScheduleBuilder& b, int gpus_per_node) {
   const std::vector<int>& ranks = b.ranks();
   const int n = b.n(), p = b.call.position, C = b.call.channels;
@@ -26,45 +30,66 @@ void tree_schedule(ScheduleBuilder& b, int gpus_per_node) {
   }
   const int nodes = static_cast<int>(group_start.size());
   const bool rooted = kind == CollectiveOp::Broadcast || kind == CollectiveOp::Reduce;
+  const bool uniform = std::all_of(group_size.begin(), group_size.end(), [&](int s) { return s == group_size[0]; });
+  // Channel groups, each with its own chain head: one per member of a node (at most one per
+  // channel) where the nodes have the same number of members; rooted calls keep one chain from
+  // the root.
+  const int groups = nodes > 1 && uniform && !rooted ? std::max(1, std::min(C, group_size[0])) : 1;
   const int trees = rooted ? 1 : 2;
-  for (int t = 0; t < trees; ++t) {
-    const uint64_t share = trees == 1 ? bytes : (t == 0 ? ceil_div(bytes, 2) : bytes / 2);
-    if (share == 0) continue;
-    // Chain position inside the node (tree 1 runs the chain the other way).
-    auto chain_member = [&](int node, int index) {
-      const int size = group_size[node];
-      return group_start[node] + (t == 0 ? index : size - 1 - index);
+  for (int r = 0; r < groups; ++r) {
+    const uint64_t group_bytes = groups == 1 ? bytes : ceil_div(bytes, uint64_t(groups));
+    const int group_channels = groups == 1 ? C : (C - r + groups - 1) / groups;
+    auto transfer = [&](int peer, uint64_t share) {
+      Transfer t = b.transfer(ranks[peer], share, group_channels);
+      if (groups > 1) {
+        t.first_channel = static_cast<uint16_t>(r);
+        t.stride = static_cast<uint16_t>(groups);
+        t.channels = static_cast<uint16_t>(group_channels);
+      }
+      return t;
     };
-    const int node = node_of[p];
-    const int index = t == 0 ? p - group_start[node] : group_start[node] + group_size[node] - 1 - p;
-    int parent = -1;
-    std::vector<int> children;
-    if (index > 0) parent = chain_member(node, index - 1);
-    if (index + 1 < group_size[node]) children.push_back(chain_member(node, index + 1));
-    if (index == 0) {
-      const int mirrored = t == 0 ? node : nodes - 1 - node;
-      int up, c0, c1;
-      binary_tree(nodes, mirrored, up, c0, c1);
-      auto unmirror = [&](int m) { return t == 0 ? m : nodes - 1 - m; };
-      if (up >= 0) parent = chain_member(unmirror(up), 0);
-      for (int c : {c0, c1})
-        if (c >= 0) children.push_back(chain_member(unmirror(c), 0));
-    }
-    const bool up_phase = kind != CollectiveOp::Broadcast;
-    const bool down_phase = kind != CollectiveOp::Reduce;
-    int up_index = -1;
-    if (up_phase) {
-      Phase& ph = b.add(-1);
-      up_index = b.last();
-      if (!children.empty()) ph.after = up_index;
-      if (parent >= 0) ph.sends.push_back(b.transfer(ranks[parent], share, C));
-      for (int c : children) ph.receives.push_back(b.transfer(ranks[c], share, C));
-    }
-    if (down_phase) {
-      Phase& ph = b.add(-1);
-      ph.after = parent >= 0 ? b.last() : up_index;
-      if (parent >= 0) ph.receives.push_back(b.transfer(ranks[parent], share, C));
-      for (int c : children) ph.sends.push_back(b.transfer(ranks[c], share, C));
+    for (int t = 0; t < trees; ++t) {
+      const uint64_t share = trees == 1 ? group_bytes : (t == 0 ? ceil_div(group_bytes, 2) : group_bytes / 2);
+      if (share == 0) continue;
+      // Chain position inside the node, from the group's head (tree 1 runs the chain the other
+      // way).
+      auto chain_member = [&](int node, int index) {
+        const int size = group_size[node];
+        return group_start[node] + ((t == 0 ? index : size - 1 - index) + r) % size;
+      };
+      const int node = node_of[p];
+      const int size = group_size[node];
+      const int rotated = (p - group_start[node] - r % size + size) % size;
+      const int index = t == 0 ? rotated : size - 1 - rotated;
+      int parent = -1;
+      std::vector<int> children;
+      if (index > 0) parent = chain_member(node, index - 1);
+      if (index + 1 < size) children.push_back(chain_member(node, index + 1));
+      if (index == 0) {
+        const int mirrored = t == 0 ? node : nodes - 1 - node;
+        int up, c0, c1;
+        binary_tree(nodes, mirrored, up, c0, c1);
+        auto unmirror = [&](int m) { return t == 0 ? m : nodes - 1 - m; };
+        if (up >= 0) parent = chain_member(unmirror(up), 0);
+        for (int c : {c0, c1})
+          if (c >= 0) children.push_back(chain_member(unmirror(c), 0));
+      }
+      const bool up_phase = kind != CollectiveOp::Broadcast;
+      const bool down_phase = kind != CollectiveOp::Reduce;
+      int up_index = -1;
+      if (up_phase) {
+        Phase& ph = b.add(-1);
+        up_index = b.last();
+        if (!children.empty()) ph.after = up_index;
+        if (parent >= 0) ph.sends.push_back(transfer(parent, share));
+        for (int c : children) ph.receives.push_back(transfer(c, share));
+      }
+      if (down_phase) {
+        Phase& ph = b.add(-1);
+        ph.after = parent >= 0 ? b.last() : up_index;
+        if (parent >= 0) ph.receives.push_back(transfer(parent, share));
+        for (int c : children) ph.sends.push_back(transfer(c, share));
+      }
     }
   }
 }

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -332,6 +333,37 @@ TEST(CliCollective, SendRecvSendsToTheNextRankAtTheNvlinkRate) {
   EXPECT_NEAR(rows[0].algbw, 360.0, 0.01 * 360.0) << r.out;
   EXPECT_EQ(rows[0].label, "p2p/simple") << r.out;
   expect_bad_input("collective --op sendrecv --algorithm ring", "sendrecv");
+}
+
+// The measured column of a 32 MiB row of `tessera collective ... --compare`.
+double measured_at_32MiB(const std::string& out) {
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string size;
+    f >> size;
+    if (size != "33554432") continue;
+    std::vector<std::string> cells;
+    for (std::string c; f >> c;) cells.push_back(c);
+    return cells.size() >= 2 ? std::stod(cells[cells.size() - 2]) : -1;
+  }
+  return -1;
+}
+
+TEST(CliCollective, ComparesWithTheRowsOfItsOpAndTheChosenDataset) {
+  const std::string data = std::string(TESSERA_SOURCE_DIR) + "/tests/validation/data/";
+  // nccl_dgx_h100_8gpu_collectives.csv at 32 MiB: all_reduce 182.88 us, all_gather 120.61 us (in place).
+  const Result reduce = tessera("collective --platform dgx-h100 --op all_reduce -b 32M -e 32M --compare " + data + "nccl_dgx_h100_8gpu_collectives.csv");
+  ASSERT_EQ(reduce.status, 0) << reduce.err;
+  EXPECT_NEAR(measured_at_32MiB(reduce.out), 33554432 / 182.88e-6 * 1.75 / 1e9, 0.01) << reduce.out;
+  const Result gather = tessera("collective --platform dgx-h100 --op all_gather -b 32M -e 32M --compare " + data + "nccl_dgx_h100_8gpu_collectives.csv");
+  ASSERT_EQ(gather.status, 0) << gather.err;
+  EXPECT_NEAR(measured_at_32MiB(gather.out), 33554432 / 120.61e-6 * 0.875 / 1e9, 0.01) << gather.out;
+  // nccl_allreduce_multinode.csv holds three datasets; a100-2n-hdr measured 626.3 us (in place) at 32 MiB on 16 GPUs.
+  const Result hdr = tessera("collective --platform dgx-a100 --nodes 2 -b 32M -e 32M --dataset a100-2n-hdr --compare " + data + "nccl_allreduce_multinode.csv");
+  ASSERT_EQ(hdr.status, 0) << hdr.err;
+  EXPECT_NEAR(measured_at_32MiB(hdr.out), 33554432 / 626.3e-6 * 1.875 / 1e9, 0.01) << hdr.out;
 }
 
 TEST(CliCollective, BadInputGetsOneLineAndStatus2) {

@@ -142,6 +142,69 @@ TEST(Framework, UnfusedGradientAccumulationFollowsEveryWeightGradient) {
     EXPECT_EQ(core.job.op_name(op).find(".accumulate"), std::string::npos);
 }
 
+// The compute ops of rank 0 whose name ends with `suffix`.
+std::vector<const Op*> ops_ending(const CompiledJob& c, const std::string& suffix) {
+  std::vector<const Op*> found;
+  for (const Op& op : c.job.ranks[0].program->ops) {
+    const std::string& n = c.job.op_name(op);
+    if (op.kind == OpKind::Compute && n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
+      found.push_back(&op);
+  }
+  return found;
+}
+
+TEST(Framework, BiasGradientsAreReductionsReadingTheOutputGradientOnce) {
+  Strategy s;
+  const CompiledJob old = compile_with("megatron-2021", s);
+  const CompiledJob core = compile_with("megatron-core", s);
+  const CompiledJob eager = compile_with("pytorch-eager", s);
+  // Biases applied in bias-activation and bias-dropout-add: a reduction in every framework, one
+  // per layer (gpt(): 2 layers, hidden 1024, seq 512, micro-batch 1, fp16).
+  for (const CompiledJob* c : {&old, &core, &eager})
+    for (const char* bias : {"mlp_fc1_bias.wgrad", "attn_proj_bias.wgrad", "mlp_fc2_bias.wgrad"}) {
+      const auto found = ops_ending(*c, bias);
+      ASSERT_EQ(found.size(), 2u) << bias;
+      EXPECT_EQ(found[0]->phase, ComputePhase::BackwardWeight);
+      EXPECT_DOUBLE_EQ(found[0]->bytes, 2.0 * double(found[0]->elements)) << bias;
+    }
+  EXPECT_EQ(ops_ending(old, "attn_proj_bias.wgrad")[0]->elements, 512 * 1024);
+  EXPECT_EQ(ops_ending(old, "mlp_fc1_bias.wgrad")[0]->elements, 512 * 4096);
+  // QKV's own bias: added after the GEMM and reduced by Megatron-LM 2021; its gradient reduced
+  // by plain PyTorch; both in the GEMM epilogues of Megatron-Core.
+  ASSERT_EQ(ops_ending(old, "qkv_bias.fwd").size(), 2u);
+  EXPECT_DOUBLE_EQ(ops_ending(old, "qkv_bias.fwd")[0]->bytes, 2.0 * 2.0 * 512 * 3072);
+  EXPECT_EQ(ops_ending(old, "qkv_bias.wgrad").size(), 2u);
+  EXPECT_EQ(ops_ending(eager, "qkv_bias.fwd").size(), 0u);
+  EXPECT_EQ(ops_ending(eager, "qkv_bias.wgrad").size(), 2u);
+  EXPECT_EQ(ops_ending(core, "qkv_bias.fwd").size() + ops_ending(core, "qkv_bias.wgrad").size(), 0u);
+  // A model without biases has no bias kernels at all.
+  ModelSpec llama = gpt(2, 1024, 16, 512, 1024);
+  llama.bias = false;
+  const CompiledJob none = compile(llama, s, 0, load_framework("megatron-2021"));
+  for (const Op& op : none.job.ranks[0].program->ops)
+    EXPECT_EQ(none.job.op_name(op).find("_bias."), std::string::npos) << none.job.op_name(op);
+}
+
+TEST(Framework, TwoPassLayerNormBackwardReadsItsTensorsTwice) {
+  Strategy s;
+  const double n = 512.0 * 1024, eb = 2;
+  const CompiledJob old = compile_with("megatron-2021", s), core = compile_with("megatron-core", s);
+  const auto two = ops_ending(old, "attn_norm.bwd");
+  const auto one = ops_ending(core, "attn_norm.bwd");
+  ASSERT_FALSE(two.empty());
+  ASSERT_FALSE(one.empty());
+  EXPECT_DOUBLE_EQ(two[0]->bytes, 5 * n * eb);  // dY and X read twice, dX written
+  EXPECT_EQ(two[0]->kernels, 3);
+  EXPECT_DOUBLE_EQ(one[0]->bytes, 3 * n * eb);
+  EXPECT_EQ(one[0]->kernels, 1);
+  try {
+    load_framework(write_framework("norm_backward_passes: 3\n"));
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(":1: key 'norm_backward_passes'"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Framework, LossScalingOnlyForFp16AndGradientNormWithClipping) {
   Strategy s;
   const CompiledJob fp16 = compile_with("megatron-core", s, DType::FP16);

@@ -1,0 +1,51 @@
+// A large all-reduce across many nodes of a fat tree without oversubscription keeps its bus
+// bandwidth as the nodes grow: every ring NCCL builds (one per GPU of a node) stays, so every
+// NIC carries its share, however many steps the rings have.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tests/support/child_process.h"
+#include "tests/support/jobs.h"
+#include "workloads/workload.h"
+
+namespace tessera {
+namespace {
+
+constexpr uint64_t GiB = 1ull << 30;
+
+// Bus bandwidth (nccl-tests' 2(n-1)/n S / t) of one all-reduce of 1 GiB with `algorithm` (Simple
+// protocol) on `nodes` DGX H100 in flow fidelity.
+double busbw(int nodes, models::CollectiveAlgorithm algorithm = models::CollectiveAlgorithm::Ring) {
+  const platforms::PlatformConfig p = platforms::load_platform("dgx-h100", {"nodes=" + std::to_string(nodes)});
+  const int n = p.gpu_count();
+  const workloads::Job job = testing::one_collective(n, workloads::CollectiveKind::AllReduce, GiB);
+  app::SimulationOptions o;
+  o.fidelity = platforms::Fidelity::Flow;
+  o.collectives.algorithm = algorithm;
+  o.collectives.protocol = models::CollectiveProtocol::Simple;
+  const nlohmann::json r = testing::run_in_child([&] { return testing::summarize(app::simulate(p, job, o)); });
+  if (r.contains("error")) ADD_FAILURE() << r["error"];
+  const double t = r.value("iteration_time_s", 0.0);
+  return t > 0 ? 2.0 * (n - 1) / n * double(GiB) / t / 1e9 : 0.0;
+}
+
+TEST(LargeAllReduce, RingBusBandwidthHoldsFrom16To64Nodes) {
+  // 16 nodes: 254 steps per ring; 64 nodes: 1,022, past the phases one call builds, where the
+  // rings once gave way to fewer (only half the NICs carried the call). Beyond, at 128 nodes,
+  // the rings' chain of 2,046 steps outlasts their bandwidth time, as NCCL's does.
+  const double at16 = busbw(16);
+  ASSERT_GT(at16, 380.0);  // 8 x 400 Gb/s NICs per node: about 390 GB/s on a ring
+  EXPECT_NEAR(busbw(64) / at16, 1.0, 0.02);
+}
+
+TEST(LargeAllReduce, TreesLeaveEveryNodeThroughAllItsNics) {
+  // NCCL builds a tree per channel, each entering the node at the GPU of its NIC, so the trees
+  // across 8 nodes use the 8 NICs of each as the rings do; with one chain head per tree (two
+  // NICs of eight) the tree ran at 51 GB/s against the rings' 392.
+  const double tree = busbw(8, models::CollectiveAlgorithm::Tree), ring = busbw(8);
+  EXPECT_GT(tree, 0.6 * ring) << tree << " GB/s against the rings' " << ring;
+}
+
+}  // namespace
+}  // namespace tessera
