@@ -12,6 +12,10 @@ RoutedPaths::RoutedPaths(const PlatformGraph& topology, const Routing& routing,
   const uint64_t count = 2 * (uint64_t(topology_.nodes) * node_links_ + topology_.network.graph.links.size());
   if (count >= 0xffffffffu) throw std::invalid_argument("the platform has too many links for flow fidelity");
   links_ = static_cast<uint32_t>(count);
+  node_devices_ = static_cast<uint32_t>(topology_.node.graph.devices.size());
+  const uint64_t ids = uint64_t(topology_.nodes) * node_devices_ + topology_.network.graph.devices.size();
+  if (ids >= 0xffffffffu) throw std::invalid_argument("the platform has too many devices for flow fidelity");
+  switch_ids_ = static_cast<uint32_t>(ids);
 }
 
 const GraphLink& RoutedPaths::graph_link(uint32_t id) const {
@@ -68,6 +72,74 @@ uint32_t RoutedPaths::network_link(uint32_t device, uint32_t port) const {
   const GraphLink& l = g.links[li];
   const uint32_t direction = (l.a == device && l.a_port == port) ? 0 : 1;
   return 2 * (topology_.nodes * node_links_ + li) + direction;
+}
+
+uint32_t RoutedPaths::network_switch(uint32_t x) const {
+  if (x < topology_.network.gateways)
+    throw std::runtime_error("in-network reduction: a member's network port is not cabled to a switch");
+  return topology_.nodes * node_devices_ + x;
+}
+
+// The route the switch modules take hop by hop (Routing::walk), stopped at the first switch
+// that reduces the chunk: the GPU's NVSwitch, or the network switch at its home NIC's uplink.
+uint32_t RoutedPaths::path_to_switch(const protocol::FabricTransfer& transfer, std::vector<uint32_t>& links) const {
+  links.clear();
+  protocol::FabricTransfer t = transfer;  // routing writes the chunk's gateway and turn
+  const NodeTemplate& nt = topology_.node;
+  const Graph& ng = nt.graph;
+  const bool network = t.purpose == protocol::TransferPurpose::NetworkReduce;
+  const uint32_t node = t.source / nt.gpus;
+  uint32_t v = t.source % nt.gpus;
+  for (size_t hops = 0; hops <= ng.devices.size(); ++hops) {
+    const uint32_t port = routing_.node_next(node, v, t);
+    if (port >= ng.ports(v)) {  // a gateway's uplink: the switch at its other end
+      const uint32_t gw = static_cast<uint32_t>(std::find(nt.gateways.begin(), nt.gateways.end(), v) - nt.gateways.begin());
+      const uint32_t x = node * topology_.gateways_per_node() + gw;
+      const uint32_t up = port - ng.ports(v);
+      links.push_back(network_link(x, up));
+      return network_switch(topology_.network.graph.neighbor(x, up));
+    }
+    links.push_back(node_link(node, v, port));
+    v = ng.neighbor(v, port);
+    if (!network && ng.devices[v].kind == DeviceKind::NvSwitch) return node * node_devices_ + v;
+  }
+  throw std::logic_error("the route from GPU " + std::to_string(t.source) + " to its reducing switch does not end");
+}
+
+void RoutedPaths::into_node(uint32_t node, uint32_t v, protocol::FabricTransfer t, std::vector<uint32_t>& links) const {
+  const NodeTemplate& nt = topology_.node;
+  const Graph& ng = nt.graph;
+  for (size_t hops = 0; hops <= ng.devices.size(); ++hops) {
+    if (v < nt.gpus && node * nt.gpus + v == t.destination) return;
+    const uint32_t port = routing_.node_next(node, v, t);
+    if (port >= ng.ports(v)) break;  // it would leave the node
+    links.push_back(node_link(node, v, port));
+    v = ng.neighbor(v, port);
+  }
+  throw std::logic_error("no route inside node " + std::to_string(node) + " to GPU " + std::to_string(t.destination));
+}
+
+void RoutedPaths::path_from_switch(uint32_t from, const protocol::FabricTransfer& t, std::vector<uint32_t>& links) const {
+  links.clear();
+  if (from >= topology_.nodes * node_devices_)
+    throw std::logic_error("a path from a network switch to a GPU leaves by its aggregation tree (tree_hop)");
+  into_node(from / node_devices_, from % node_devices_, t, links);
+}
+
+uint32_t RoutedPaths::tree_device(uint32_t id) const { return id - topology_.nodes * node_devices_; }
+
+uint32_t RoutedPaths::tree_hop(uint32_t from, uint32_t port, const protocol::FabricTransfer& t,
+                               std::vector<uint32_t>& links) const {
+  links.clear();
+  const uint32_t x = tree_device(from);
+  links.push_back(network_link(x, port));
+  const uint32_t y = topology_.network.graph.neighbor(x, port);
+  const uint32_t gateways = topology_.network.gateways;
+  if (y >= gateways) return network_switch(y);
+  // A member's network port: on through its node to the GPU.
+  const uint32_t per_node = topology_.gateways_per_node();
+  into_node(y / per_node, topology_.node.gateways[y % per_node], t, links);
+  return kNoSwitch;
 }
 
 void RoutedPaths::path(const protocol::FabricTransfer& t, std::vector<uint32_t>& links) const {

@@ -27,6 +27,15 @@ class RoutedPaths : public models::PathProvider {
   models::FlowLink link(uint32_t id) const override;
   void path(const protocol::FabricTransfer& t, std::vector<uint32_t>& links) const override;
 
+  // Switches that reduce (NVSwitches, network switches), by device: node n's device v is
+  // n D + v (D: devices per node), network device x is nodes D + x.
+  uint32_t switches() const override { return switch_ids_; }
+  uint32_t path_to_switch(const protocol::FabricTransfer& t, std::vector<uint32_t>& links) const override;
+  void path_from_switch(uint32_t from, const protocol::FabricTransfer& t, std::vector<uint32_t>& links) const override;
+  uint32_t tree_device(uint32_t id) const override;
+  uint32_t tree_hop(uint32_t from, uint32_t port, const protocol::FabricTransfer& t,
+                    std::vector<uint32_t>& links) const override;
+
   // The same names and kinds packet mode gives the link's module.
   std::string name(uint32_t id) const;
   LinkKind kind(uint32_t id) const { return graph_link(id).kind; }
@@ -37,12 +46,18 @@ class RoutedPaths : public models::PathProvider {
   // the network graph.
   uint32_t node_link(uint32_t node, uint32_t device, uint32_t port) const;
   uint32_t network_link(uint32_t device, uint32_t port) const;
+  // Appends the links from device `device` of node `node` to GPU t.destination in that node.
+  void into_node(uint32_t node, uint32_t device, protocol::FabricTransfer t, std::vector<uint32_t>& links) const;
+  // The switch id of network device `x` (a switch), or of the device past the gateways.
+  uint32_t network_switch(uint32_t x) const;
 
   const PlatformGraph& topology_;
   const Routing& routing_;
   sc_core::sc_time nic_overhead_;
   uint32_t node_links_ = 0;  // links per node (one direction)
   uint32_t links_ = 0;       // directed links in all
+  uint32_t node_devices_ = 0;  // devices per node (template)
+  uint32_t switch_ids_ = 0;
 };
 
 }  // namespace tessera::platforms

@@ -165,12 +165,9 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
   const bool packet = fidelity_ == Fidelity::Packet;
   if (!packet && config_.uses_rtl())
     throw std::invalid_argument("RTL blocks sit at ports, which flow fidelity does not have: run them with --fidelity packet");
-  if (!packet) {
-    // Flows have no switch module to reduce in; schedules run in their steady state.
-    collectives.fabric.in_switch_reduction = false;
-    collectives.fabric.in_network_reduction = false;
-    collectives.steady_state = true;
-  }
+  // Flow fidelity: schedules run in their steady state; the flow fabric reduces in the switches
+  // as the switch modules do (models/flow/flow_fabric.h).
+  if (!packet) collectives.steady_state = true;
   const uint64_t chunk = std::max<uint64_t>(1, collectives.chunk_bytes);
   const uint32_t nodes = topology.nodes;
 
@@ -240,7 +237,7 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
   if (!packet) {
     flow_paths_ = std::make_unique<RoutedPaths>(
         topology, routing, sc_core::sc_time(config_.node.nics.message_overhead_ns, sc_core::SC_NS));
-    flow_fabric_ = std::make_unique<models::FlowFabric>("fabric", *flow_paths_);
+    flow_fabric_ = std::make_unique<models::FlowFabric>("fabric", *flow_paths_, &pool);
     for (auto& gpu : gpus_) {
       flow_fabric_->attach(static_cast<uint32_t>(gpu->rank()), *gpu);
       gpu->set_flow_fabric(*flow_fabric_);

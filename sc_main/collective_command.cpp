@@ -52,15 +52,29 @@ uint64_t parse_size(const std::string& text, const char* option) {
   return static_cast<uint64_t>(value * scale);
 }
 
-workloads::CollectiveKind parse_op(const std::string& name) {
+// "all_reduce", "All-Reduce" -> "allreduce".
+std::string op_key(const std::string& name) {
   std::string n;
   for (char c : name)
     if (c != '_' && c != '-') n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return n;
+}
+
+// nccl-tests' sendrecv: every rank sends to rank + 1 and receives from rank - 1 at once.
+bool is_sendrecv(const std::string& name) { return op_key(name) == "sendrecv"; }
+
+workloads::CollectiveKind parse_op(const std::string& name) {
+  const std::string n = op_key(name);
   workloads::CollectiveKind kind;
   if (n == "alltoallv" || !workloads::parse_collective_kind(n, kind))
     throw InputError("--op: unknown collective '" + name +
-                     "' (allreduce, reducescatter, allgather, alltoall, broadcast, reduce)");
+                     "' (allreduce, reducescatter, allgather, alltoall, broadcast, reduce, sendrecv)");
   return kind;
+}
+
+// The name nccl-tests' bus-bandwidth factors know the op by.
+std::string op_name(const std::string& name) {
+  return is_sendrecv(name) ? "sendrecv" : workloads::to_string(parse_op(name));
 }
 
 // The communicator of every GPU, as the collective engines see it.
@@ -85,7 +99,8 @@ std::vector<uint64_t> sweep_sizes(uint64_t min_bytes, uint64_t max_bytes, double
 
 std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const SweepSettings& s,
                                 SimulationResult* simulation) {
-  const workloads::CollectiveKind kind = parse_op(s.op);
+  const bool sendrecv = is_sendrecv(s.op);
+  const workloads::CollectiveKind kind = sendrecv ? workloads::CollectiveKind::AllReduce : parse_op(s.op);
   const std::vector<uint64_t> sizes = sweep_sizes(s.min_bytes, s.max_bytes, s.step_factor);
   const int n = platform.gpu_count();
   workloads::Job job;
@@ -93,14 +108,27 @@ std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const
   for (int r = 0; r < n; ++r) world.ranks.push_back(r);
   job.communicators.push_back(world);
   job.stream_names.push_back("comm");
+  // Op 2i sends size i to the next rank (peer slot 0), op 2i + 1 receives it from the previous
+  // one (slot 1) on the same stream: a send completes once its data has left, so the receive
+  // runs while the send is on the wire. Collectives: op i.
   auto program = std::make_shared<workloads::Program>();
   for (size_t i = 0; i < sizes.size(); ++i) {
     workloads::Op op;
+    op.message_bytes = sizes[i];
+    op.stream = 0;
+    if (sendrecv) {
+      op.tag = static_cast<uint32_t>(i);
+      op.name = job.intern("sendrecv " + std::to_string(sizes[i]));
+      for (const workloads::OpKind k : {workloads::OpKind::Send, workloads::OpKind::Recv}) {
+        op.kind = k;
+        op.slot = k == workloads::OpKind::Send ? 0 : 1;
+        program->ops.push_back(op);
+      }
+      continue;
+    }
     op.kind = workloads::OpKind::Collective;
     op.collective = kind;
-    op.message_bytes = sizes[i];
     op.slot = 0;
-    op.stream = 0;
     op.name = job.intern(std::string(workloads::to_string(kind)) + " " + std::to_string(sizes[i]));
     program->ops.push_back(op);
   }
@@ -109,6 +137,7 @@ std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const
     rank.rank = r;
     rank.program = program;
     rank.communicators = {0};
+    if (sendrecv) rank.peers = {(r + 1) % n, (r + n - 1) % n};
     job.ranks.push_back(rank);
   }
   SimulationOptions options = s.options;
@@ -118,33 +147,46 @@ std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const
   if (result.deadlocked) throw std::runtime_error(describe_deadlock(result));
   if (simulation != nullptr) *simulation = result;
 
-  // The tuner's choice for each size, as the engine makes it.
+  // The tuner's choice for each size, as the engines make it (CollectiveEngine::choice): the
+  // same tuner (predicting with the engine's chunk) and the same function, in either fidelity.
   const models::CollectiveEngineConfig& engine = options.collectives;
-  const models::Tuner tuner(engine.tuner, platforms::fabric_facts(platform));
+  models::TunerConfig tuning = engine.tuner;
+  tuning.chunk_bytes = options.chunk_bytes;
+  const models::Tuner tuner(tuning, platforms::fabric_facts(platform));
   const models::CommunicatorShape shape = world_shape(platform, engine);
 
-  const double factor = calibration::bus_bandwidth_factor(workloads::to_string(kind), n);
+  const double factor = calibration::bus_bandwidth_factor(op_name(s.op), n);
   std::vector<SweepRow> rows;
   for (size_t i = 0; i < sizes.size(); ++i) {
     SweepRow row;
     row.size_bytes = sizes[i];
     row.count = sizes[i] / 4;
+    // A call's time: the longest any rank spends from its first op's start to its last op's end.
+    const size_t first = sendrecv ? 2 * i : i, last = sendrecv ? 2 * i + 1 : i;
     double longest = 0;
-    for (const RankResult& rank : result.ranks)
-      for (const models::OpSpan& span : rank.spans)
-        if (span.op == i) longest = std::max(longest, (span.end - span.start).to_seconds());
+    for (const RankResult& rank : result.ranks) {
+      sc_core::sc_time start = sc_core::SC_ZERO_TIME, end = sc_core::SC_ZERO_TIME;
+      for (const models::OpSpan& span : rank.spans) {
+        if (span.op == first) start = span.start;
+        if (span.op == last) end = span.end;
+      }
+      if (end > start) longest = std::max(longest, (end - start).to_seconds());
+    }
     row.time_us = longest * 1e6;
     row.algbw_gbps = longest > 0 ? double(sizes[i]) / longest / 1e9 : 0;
     row.busbw_gbps = row.algbw_gbps * factor;
-    const protocol::CollectiveOp op = models::collective_op(kind);
-    models::CollectiveAlgorithm a = engine.algorithm;
-    models::CollectiveProtocol p = engine.protocol;
-    const uint64_t bytes = std::max<uint64_t>(sizes[i], kind == workloads::CollectiveKind::Barrier ? n : 1);
-    if (!tuner.unsupported(op, a, p, shape).empty()) a = models::CollectiveAlgorithm::Automatic;
-    const models::Choice c = tuner.choose(op, bytes, shape, a, p);
+    if (sendrecv) {  // point to point: no collective algorithm, one chunked message each way
+      row.algorithm = "p2p";
+      row.protocol = "simple";
+      rows.push_back(row);
+      continue;
+    }
+    const models::Choice c =
+        models::choose_call(tuner, models::collective_op(kind), sizes[i], shape, models::CollectiveAlgorithm::Automatic,
+                            models::CollectiveProtocol::Automatic, engine.algorithm, engine.protocol, engine.channels);
     row.algorithm = models::algorithm_name(c.algorithm);
     row.protocol = models::protocol_name(c.protocol);
-    row.channels = engine.channels > 0 ? engine.channels : c.channels;
+    row.channels = c.channels;
     rows.push_back(row);
   }
   return rows;
@@ -159,7 +201,7 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
   po::options_description desc("tessera collective [options]");
   desc.add_options()
       ("help,h", "this help")
-      ("op,o", po::value(&op)->default_value("allreduce"), "allreduce, reducescatter, allgather, alltoall, broadcast, reduce")
+      ("op,o", po::value(&op)->default_value("allreduce"), "allreduce, reducescatter, allgather, alltoall, broadcast, reduce, sendrecv")
       ("min-bytes,b", po::value(&min_text)->default_value("8"), "smallest size (K/M/G suffixes, K = 1024)")
       ("max-bytes,e", po::value(&max_text)->default_value("128M"), "largest size")
       ("step-factor,f", po::value(&factor)->default_value(2.0), "size multiplier between rows")
@@ -186,7 +228,8 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
   if (!compare.empty()) require_input_file(compare, "--compare");
   SweepSettings s;
   s.op = op;
-  parse_op(op);
+  const bool sendrecv = is_sendrecv(op);
+  if (!sendrecv) parse_op(op);
   s.min_bytes = parse_size(min_text, "min-bytes");
   s.max_bytes = parse_size(max_text, "max-bytes");
   if (s.max_bytes < s.min_bytes) throw InputError("--max-bytes is smaller than --min-bytes");
@@ -222,14 +265,17 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
   if (!svg.empty() && compare.empty()) throw InputError("--svg needs --compare");
   if (!dataset.empty() && compare.empty()) throw InputError("--dataset needs --compare");
   // The forced algorithm must be able to run the operation on this platform.
-  {
+  if (sendrecv && (s.options.collectives.algorithm != models::CollectiveAlgorithm::Automatic ||
+                   s.options.collectives.protocol != models::CollectiveProtocol::Automatic))
+    throw InputError("--op sendrecv: point-to-point messages take no --algorithm or --protocol");
+  if (!sendrecv) {
     const models::CollectiveEngineConfig& engine = s.options.collectives;
     models::Tuner tuner(engine.tuner, platforms::fabric_facts(platform));
     const std::string why = tuner.unsupported(models::collective_op(parse_op(op)), engine.algorithm,
                                               engine.protocol, world_shape(platform, engine));
     if (!why.empty()) throw InputError(why);
   }
-  const double busbw_factor = calibration::bus_bandwidth_factor(workloads::to_string(parse_op(op)), gpu_count);
+  const double busbw_factor = calibration::bus_bandwidth_factor(op_name(op), gpu_count);
   calibration::MeasuredCurve measured;
   if (!compare.empty()) measured = calibration::read_measured_curve(compare, busbw_factor, {op, dataset});
 
@@ -253,19 +299,20 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
       << std::setw(11) << "(us)" << std::setw(9) << "(GB/s)" << std::setw(9) << "(GB/s)";
   if (!compare.empty()) out << std::setw(30) << "" << std::setw(10) << "(GB/s)";
   out << "\n";
-  const bool rooted = op == "broadcast" || op == "reduce";
+  const std::string key = op_key(op);
+  const bool rooted = key == "broadcast" || key == "reduce";
   nlohmann::ordered_json json;
   json["op"] = op;
   json["platform"] = platform.name;
   json["gpus"] = gpu_count;
   for (const SweepRow& r : rows) {
     char line[256];
-    std::snprintf(line, sizeof line, "%13llu %13llu %6s %6s %5d %10.2f %8.2f %8.2f  %s/%s/%d",
+    std::snprintf(line, sizeof line, "%13llu %13llu %6s %6s %5d %10.2f %8.2f %8.2f  %s/%s",
                   (unsigned long long)r.size_bytes, (unsigned long long)r.count, "float",
-                  op == "allgather" || op == "alltoall" ? "none" : "sum", rooted ? 0 : -1,
-                  r.time_us, r.algbw_gbps, r.busbw_gbps, r.algorithm.c_str(), r.protocol.c_str(),
-                  r.channels);
+                  key == "allgather" || key == "alltoall" ? "none" : "sum", rooted ? 0 : -1,
+                  r.time_us, r.algbw_gbps, r.busbw_gbps, r.algorithm.c_str(), r.protocol.c_str());
     out << line;
+    if (r.channels > 0) out << "/" << r.channels;  // (point to point has no channel count)
     nlohmann::ordered_json j{{"size_bytes", r.size_bytes}, {"count", r.count},
                              {"time_us", r.time_us},       {"algbw_gbps", r.algbw_gbps},
                              {"busbw_gbps", r.busbw_gbps}, {"algorithm", r.algorithm},

@@ -128,6 +128,7 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
   call.rank = rank_;
   call.channels = C;
   call.chunk_bytes = config_.chunk_bytes;
+  call.slots = config_.slots;
   call.steady_state = config_.steady_state;
   call.reduce_part = reduce_part;
   call.gather_part = gather_part;

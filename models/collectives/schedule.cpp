@@ -23,15 +23,31 @@ Phase& ScheduleBuilder::add(int after) {
   return phases_.back();
 }
 
-Transfer ScheduleBuilder::transfer(int peer, uint64_t bytes, int channels, uint64_t chunk_bytes) const {
+Transfer ScheduleBuilder::sized(int peer, uint64_t bytes, uint64_t chunk) const {
   Transfer t;
   t.peer = peer;
   t.bytes = bytes;
   if (bytes == 0) return t;
-  uint64_t chunk = chunk_size(bytes, chunk_bytes > 0 ? chunk_bytes : call.chunk_bytes, channels);
-  if (call.steady_state) chunk = std::max(chunk, ceil_div(bytes, kFlowChunksPerTransfer));
   t.chunk_bytes = static_cast<uint32_t>(std::min<uint64_t>(chunk, kMaxChunkBytes));
   t.chunks = static_cast<uint32_t>(ceil_div(bytes, t.chunk_bytes));
+  return t;
+}
+
+Transfer ScheduleBuilder::transfer(int peer, uint64_t bytes, int channels, uint64_t chunk_bytes) const {
+  uint64_t chunk = chunk_size(bytes, chunk_bytes > 0 ? chunk_bytes : call.chunk_bytes, channels);
+  if (call.steady_state) chunk = std::max(chunk, ceil_div(bytes, kFlowChunksPerTransfer));
+  return sized(peer, bytes, chunk);
+}
+
+Transfer ScheduleBuilder::windowed(int peer, uint64_t bytes, int channels, int phases, uint64_t chunk_bytes) const {
+  if (!call.steady_state) return transfer(peer, bytes, channels, chunk_bytes);
+  const uint64_t nccl = chunk_bytes > 0 ? chunk_bytes : call.chunk_bytes;
+  const uint64_t share = std::max<uint64_t>(1, call.slots / uint64_t(std::max(1, phases)));
+  const uint64_t window =
+      std::clamp(nccl * share, ceil_div(bytes, kMaxChunksPerTransfer), ceil_div(bytes, kFlowChunksPerTransfer));
+  const uint64_t chunk = chunk_size(bytes, nccl, channels);
+  Transfer t = sized(peer, bytes, std::max(chunk, window));
+  t.step_chunk_bytes = static_cast<uint32_t>(std::min<uint64_t>(chunk, kMaxChunkBytes));  // (the fill)
   return t;
 }
 

@@ -52,6 +52,7 @@ struct ScheduleCall {
   int rank = 0;                         // this rank
   int channels = 1;                     // the call's channels (C)
   uint64_t chunk_bytes = 0;             // the engine's chunk
+  uint32_t slots = 8;                   // chunks a connection has in flight (packet fidelity)
   bool steady_state = false;            // flow fidelity: few chunks per transfer
   bool reduce_part = false, gather_part = false;  // all-reduce has both
 };
@@ -73,8 +74,15 @@ class ScheduleBuilder {
   // `bytes` to or from `peer` over `channels`, in chunks of `chunk_bytes` (0: the engine's).
   Transfer transfer(int peer, uint64_t bytes, int channels, uint64_t chunk_bytes = 0) const;
   Transfer transfer(int peer, uint64_t bytes) const { return transfer(peer, bytes, call.channels); }
+  // The same for a schedule that reduces in the switches (NVLS, collnet). In flow fidelity a
+  // switch adds up a chunk once every member's has come, so each chunk is one stage of the
+  // pipeline through the switch, and the pipeline's fill costs a chunk per phase in series. A
+  // chunk there is a window: a connection's `slots` chunks in flight in packet fidelity shared
+  // among the `phases` in series (16 to kMaxChunksPerTransfer chunks per transfer).
+  Transfer windowed(int peer, uint64_t bytes, int channels, int phases, uint64_t chunk_bytes = 0) const;
 
  private:
+  Transfer sized(int peer, uint64_t bytes, uint64_t chunk) const;
   std::vector<Phase>& phases_;
 };
 

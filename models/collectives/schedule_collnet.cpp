@@ -20,6 +20,7 @@ void collnet_schedule(ScheduleBuilder& b, const std::vector<int>& node_members,
       static_cast<int>(std::find(node_members.begin(), node_members.end(), b.call.rank) - node_members.begin());
   auto node_rank = [&](int k) { return node_members[((local + k) % g + g) % g]; };
   const uint64_t shard = ceil_div(bytes, g);
+  const int phases = g > 1 ? 3 : 1;  // in the node, the network, in the node
   auto in_node = [&](bool gather) {
     Phase& ph = b.add(b.after_last());
     if (nvls) {
@@ -27,17 +28,18 @@ void collnet_schedule(ScheduleBuilder& b, const std::vector<int>& node_members,
       ph.members = node_members.data();
       ph.member_count = static_cast<uint32_t>(g);
       ph.wire_factor = nvls_wire_factor;
-      if (gather) ph.sends.push_back(b.transfer(b.call.rank, shard, C));
+      auto nvls_transfer = [&](int peer) { return b.windowed(peer, shard, C, phases); };
+      if (gather) ph.sends.push_back(nvls_transfer(b.call.rank));
       for (int k = 0; k < g; ++k) {
-        if (gather) ph.receives.push_back(b.transfer(node_rank(-k), shard, C));
-        else ph.sends.push_back(b.transfer(node_rank(k), shard, C));
+        if (gather) ph.receives.push_back(nvls_transfer(node_rank(-k)));
+        else ph.sends.push_back(nvls_transfer(node_rank(k)));
       }
-      if (!gather) ph.receives.push_back(b.transfer(-1, shard, C));
+      if (!gather) ph.receives.push_back(nvls_transfer(-1));
       return;
     }
     for (int k = 1; k < g; ++k) {
-      ph.sends.push_back(b.transfer(node_rank(k), shard, C));
-      ph.receives.push_back(b.transfer(node_rank(-k), shard, C));
+      ph.sends.push_back(b.windowed(node_rank(k), shard, C, phases));
+      ph.receives.push_back(b.windowed(node_rank(-k), shard, C, phases));
     }
   };
   if (g > 1) in_node(false);
@@ -45,8 +47,8 @@ void collnet_schedule(ScheduleBuilder& b, const std::vector<int>& node_members,
   ph.purpose = TransferPurpose::NetworkReduce;
   ph.tree = tree;
   ph.network = true;
-  ph.sends.push_back(b.transfer(b.call.rank, shard, C));
-  ph.receives.push_back(b.transfer(-1, shard, C));
+  ph.sends.push_back(b.windowed(b.call.rank, shard, C, phases));
+  ph.receives.push_back(b.windowed(-1, shard, C, phases));
   if (g > 1) in_node(true);
 }
 

@@ -17,7 +17,7 @@ void nvls_schedule(ScheduleBuilder& b, uint64_t nvls_chunk) {
   const uint64_t shard = ceil_div(bytes, n);
   // Every transfer is one shard in NCCL's NVLS chunks; chunks go round the channels, so the
   // switch reduces the next chunk of every channel while the last ones are multicast.
-  const Transfer piece = b.transfer(-1, shard, 1, nvls_chunk);
+  const Transfer piece = b.windowed(-1, shard, 1, int(reduce_part) + int(gather_part), nvls_chunk);
   auto to = [&piece](int peer) {
     Transfer t = piece;
     t.peer = peer;

@@ -24,10 +24,30 @@ struct LaterArrival {
   }
 };
 
+bool to_switch(protocol::TransferPurpose p) {
+  return p == protocol::TransferPurpose::SwitchReduce || p == protocol::TransferPurpose::SwitchMulticast ||
+         p == protocol::TransferPurpose::NetworkReduce;
+}
+
+[[noreturn]] void no_switches() {
+  throw std::logic_error("in-switch reduction asked of a flow fabric whose paths have no switches that reduce");
+}
+
 }  // namespace
 
-FlowFabric::FlowFabric(sc_core::sc_module_name name, const PathProvider& paths)
-    : sc_module(name), paths_(paths) {
+uint32_t PathProvider::path_to_switch(const protocol::FabricTransfer&, std::vector<uint32_t>&) const {
+  no_switches();
+}
+void PathProvider::path_from_switch(uint32_t, const protocol::FabricTransfer&, std::vector<uint32_t>&) const {
+  no_switches();
+}
+uint32_t PathProvider::tree_device(uint32_t) const { no_switches(); }
+uint32_t PathProvider::tree_hop(uint32_t, uint32_t, const protocol::FabricTransfer&, std::vector<uint32_t>&) const {
+  no_switches();
+}
+
+FlowFabric::FlowFabric(sc_core::sc_module_name name, const PathProvider& paths, protocol::PayloadPool* pool)
+    : sc_module(name), paths_(paths), pool_(pool) {
   tick_s_ = sc_core::sc_get_time_resolution().to_seconds();
   const uint32_t count = paths_.links();
   links_.resize(count);
@@ -65,10 +85,16 @@ void FlowFabric::inject(tlm::tlm_generic_payload& gp, PacketSource& source) {
                              std::to_string(t.destination) + " (chunk from rank " +
                              std::to_string(t.source) + ")");
   if (gp.has_mm()) gp.acquire();
+  // A contribution to an in-switch or in-network reduction, or a multicast, ends at its switch.
+  uint32_t end = kNone;
+  if (to_switch(t.purpose)) end = paths_.path_to_switch(t, path_);
+  else paths_.path(t, path_);
+  start(gp, source, end, end != kNone);
+}
 
-  // The path, its latency, and what each hop costs its link per payload byte.
-  path_.clear();
-  paths_.path(t, path_);
+void FlowFabric::start(tlm::tlm_generic_payload& gp, PacketSource& source, uint32_t to_switch, bool via_switch) {
+  const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
+  // The path's latency, and what each hop costs its link per payload byte.
   const double payload = double(t.bytes);
   double size = payload;
   if (t.bytes == 0)  // a header-only transfer: its size is its largest wire footprint
@@ -97,8 +123,11 @@ void FlowFabric::inject(tlm::tlm_generic_payload& gp, PacketSource& source) {
   // A transfer standing for several steps in series (flow fidelity's steady state) arrives no
   // earlier than its latency chain: each step's path latency and handshake (the engine adds the
   // last handshake itself).
+  // A window into or out of a reducing switch (steps 1) stands for packet fidelity's chunks
+  // streaming through the path: it arrives no earlier than its first chunk stored and forwarded
+  // on every link, the pipeline's fill.
   f.earliest = f.since;
-  if (t.steps > 1) {
+  if (t.steps > 1 || (via_switch && t.step_chunk_bytes > 0)) {
     // Per step: the chunk it forwards, stored and forwarded on every link of the path (as
     // packet fidelity's ports do), the path's latency and the handshake.
     sc_dt::uint64 chunk = 0;
@@ -109,6 +138,7 @@ void FlowFabric::inject(tlm::tlm_generic_payload& gp, PacketSource& source) {
   }
   f.sequence = sequence_++;
   f.heap_slot = kNone;
+  f.to_switch = to_switch;
   if (hop_links_.empty()) completion_set(id, f.since);  // nothing to share: sent at once
   ++started_;
   if (!updating_) wake_.notify(sc_core::SC_ZERO_TIME);  // every flow of this delta, one update
@@ -168,7 +198,8 @@ void FlowFabric::finish(uint32_t id, sc_dt::uint64 now) {
     ++link.chunks;
     link.busy += link.spec.timing.serialization(bytes, t.wire_factor);
   }
-  const Timed arrival{std::max(now + f.latency, f.earliest), f.sequence, f.gp, t.destination};
+  const Timed arrival{std::max(now + f.latency, f.earliest), f.sequence, f.gp,
+                      f.to_switch == kNone ? t.destination : f.to_switch, f.to_switch};
   const bool first = arrivals_.empty() || later(arrivals_.front().time, arrivals_.front().sequence,
                                                 arrival.time, arrival.sequence);
   arrivals_.push_back(arrival);
@@ -187,6 +218,10 @@ void FlowFabric::deliver() {
     std::pop_heap(arrivals_.begin(), arrivals_.end(), LaterArrival{});
     const Timed arrival = arrivals_.back();
     arrivals_.pop_back();
+    if (arrival.to_switch != kNone) {
+      at_switch(arrival.to_switch, *arrival.gp);
+      continue;
+    }
     ++delivered_;
     sinks_[arrival.id]->flow_arrived(arrival.id, *arrival.gp);
     if (arrival.gp->has_mm()) arrival.gp->release();
@@ -195,12 +230,88 @@ void FlowFabric::deliver() {
     arrival_.notify(sc_core::sc_time::from_value(arrivals_.front().time - now));
 }
 
+// A contribution added into a sum, or a chunk copied, is gone: the sender's reference and the
+// fabric's.
+void FlowFabric::absorb(tlm::tlm_generic_payload& gp) {
+  if (!gp.has_mm()) return;
+  gp.release();
+  gp.release();
+}
+
+ReductionUnit& FlowFabric::unit(uint32_t id) {
+  if (units_.size() <= id) {
+    if (id >= paths_.switches())
+      throw std::logic_error(std::string(name()) + ": a flow ended at switch " + std::to_string(id) + " of " +
+                             std::to_string(paths_.switches()));
+    units_.resize(size_t(id) + 1, ReductionUnit(pool_));
+  }
+  return units_[id];
+}
+
+// What the switch modules do in packet fidelity (NvSwitch::reduce and multicast,
+// NetworkSwitch::aggregate and spread), with flows for the chunks that leave the switch.
+void FlowFabric::at_switch(uint32_t id, tlm::tlm_generic_payload& gp) {
+  const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
+  ReductionUnit& u = unit(id);
+  switch (t.purpose) {
+    case protocol::TransferPurpose::SwitchReduce:
+      if (!u.contribute(t.flow, ReductionUnit::switch_part(t), t.member_count)) return absorb(gp);
+      // The last contribution's payload carries the sum to the owner.
+      ++reductions_;
+      paths_.path_from_switch(id, t, path_);
+      return start(gp, u, kNone, true);
+    case protocol::TransferPurpose::SwitchMulticast: {
+      const protocol::FabricTransfer copy = t;
+      const unsigned length = gp.get_data_length();
+      absorb(gp);
+      u.multicast_done();
+      ++multicasts_;
+      for (uint32_t m = 0; m < copy.member_count; ++m) {
+        tlm::tlm_generic_payload& c = u.copy(copy, length);  // the copy's own reference
+        c.acquire();                                         // and the fabric's
+        protocol::fabric_transfer(c).destination = static_cast<uint32_t>(copy.members[m]);
+        paths_.path_from_switch(id, protocol::fabric_transfer(c), path_);
+        start(c, u, kNone, true);
+      }
+      return;
+    }
+    case protocol::TransferPurpose::NetworkReduce: {
+      const auto& v = ReductionUnit::vertex(t, paths_.tree_device(id), name());
+      if (!u.contribute(t.flow, ReductionUnit::tree_part(t), v.contributions)) return absorb(gp);
+      ++reductions_;
+      if (v.parent_port < 0) return spread(id, gp);  // the root: the sum goes down the tree
+      const uint32_t parent = paths_.tree_hop(id, static_cast<uint32_t>(v.parent_port), t, path_);
+      return start(gp, u, parent, true);  // the partial sum climbs
+    }
+    case protocol::TransferPurpose::NetworkMulticast: return spread(id, gp);
+    default:
+      throw std::logic_error(std::string(name()) + ": a chunk that is neither reduced nor copied ended at a switch");
+  }
+}
+
+void FlowFabric::spread(uint32_t id, tlm::tlm_generic_payload& gp) {
+  const protocol::FabricTransfer t = protocol::fabric_transfer(gp);
+  const unsigned length = gp.get_data_length();
+  absorb(gp);
+  ReductionUnit& u = unit(id);
+  u.multicast_done();
+  ++multicasts_;
+  const auto& v = ReductionUnit::vertex(t, paths_.tree_device(id), name());
+  for (uint32_t k = v.first_child; k < v.first_child + v.children; ++k) {
+    const protocol::AggregationTree::Child& child = t.tree->down[k];
+    tlm::tlm_generic_payload& copy = u.copy_down(t, length, child);  // the copy's own reference
+    copy.acquire();                                                   // and the fabric's
+    const uint32_t next = paths_.tree_hop(id, child.port, protocol::fabric_transfer(copy), path_);
+    start(copy, u, child.rank >= 0 ? kNone : next, true);
+  }
+}
+
 // The completion heap: flows_[id].heap_slot is the entry's index, kNone when absent.
 void FlowFabric::completion_set(uint32_t id, sc_dt::uint64 time) {
   Flow& f = flows_[id];
   if (f.heap_slot == kNone) {
     f.heap_slot = static_cast<uint32_t>(completions_.size());
-    completions_.push_back(Timed{time, f.sequence, nullptr, id});
+    completions_.push_back(Timed{time, f.sequence, nullptr, id, kNone});
     completion_up(f.heap_slot);
     return;
   }

@@ -13,6 +13,15 @@
 //                        steps) arrives no earlier than that many path latencies and step
 //                        latencies after it started.
 //
+// In-switch and in-network reduction (NVLS, InfiniBand SHARP): a SwitchReduce, SwitchMulticast
+// or NetworkReduce chunk's flow ends at the switch that reduces or copies it, as the packet
+// fidelity's NvSwitch and NetworkSwitch modules do: a ReductionUnit per switch counts the
+// members' contributions to each chunk (nothing allocated per chunk in steady state), and the
+// sum leaves as one flow (to its owner, or up the aggregation tree to the parent switch); a
+// multicast leaves as one flow per member (or per child of the tree), copies from the pool.
+// So a GPU's link into the switch carries each contribution once and its link out of the
+// switch each sum or copy once, the bytes packet fidelity puts on them.
+//
 // Wire bytes: on each link a flow of P payload bytes occupies LinkTiming::wire_bytes(P) of that
 // link's bandwidth (the packet overhead of that link's framing), so its rate on link l costs
 // wire_bytes_l(P)/P of the link's capacity per payload byte/s. The allocator works in payload
@@ -25,6 +34,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <utility>
 #include <vector>
 
@@ -33,8 +43,10 @@
 #include "models/collectives/collective_engine.h"
 #include "models/flow/max_min.h"
 #include "models/link/fabric_port.h"
+#include "models/switch/reduction_unit.h"
 #include "tlm/extensions.h"
 #include "tlm/link_timing.h"
+#include "tlm/payload_pool.h"
 
 namespace tessera::models {
 
@@ -57,6 +69,25 @@ class PathProvider {
   // t.destination, in order, each at most once. Empty: a transfer that crosses no link
   // (delivered at once).
   virtual void path(const protocol::FabricTransfer& t, std::vector<uint32_t>& links) const = 0;
+
+  // Switches that reduce (flows that end or start at a switch), ids 0 .. switches() - 1. A
+  // fabric without them keeps the defaults: no switch, and a chunk that asks for one is an error.
+  virtual uint32_t switches() const { return 0; }
+  // Replaces `links` with the links from GPU t.source to the switch that reduces or copies t
+  // (SwitchReduce, SwitchMulticast: the GPU's NVSwitch; NetworkReduce: its leaf of t.tree);
+  // returns that switch.
+  virtual uint32_t path_to_switch(const protocol::FabricTransfer& t, std::vector<uint32_t>& links) const;
+  // Replaces `links` with the links from switch `from` to GPU t.destination.
+  virtual void path_from_switch(uint32_t from, const protocol::FabricTransfer& t,
+                                std::vector<uint32_t>& links) const;
+  // Aggregation trees (tlm/aggregation_tree.h) name a network switch by its device index and
+  // its ports: the device of switch `id`; and the link leaving switch `from` through `port`,
+  // returning the switch at its other end, or kNoSwitch for a member's network port, where
+  // `links` goes on to GPU t.destination.
+  virtual uint32_t tree_device(uint32_t id) const;
+  virtual uint32_t tree_hop(uint32_t from, uint32_t port, const protocol::FabricTransfer& t,
+                            std::vector<uint32_t>& links) const;
+  static constexpr uint32_t kNoSwitch = ~0u;
 };
 
 // Where a flow ends: the destination GPU (it hands the chunk to its collective engine, which
@@ -69,7 +100,8 @@ class FlowSink {
 
 class FlowFabric : public sc_core::sc_module, public FabricInjector {
  public:
-  FlowFabric(sc_core::sc_module_name name, const PathProvider& paths);
+  // `pool`: where multicast copies come from (needed only when switches reduce).
+  FlowFabric(sc_core::sc_module_name name, const PathProvider& paths, protocol::PayloadPool* pool = nullptr);
 
   // The sink of every chunk whose destination is `rank`.
   void attach(uint32_t rank, FlowSink& sink);
@@ -94,6 +126,9 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   uint64_t rate_updates() const { return share_.recomputations(); }
   size_t active_flows() const { return share_.active(); }
   size_t in_flight() const { return arrivals_.size(); }
+  // In-switch and in-network reduction: sums made and chunks multicast, over every switch.
+  uint64_t reductions() const { return reductions_; }
+  uint64_t multicasts() const { return multicasts_; }
   const MaxMinFairShare& share() const { return share_; }
 
  private:
@@ -114,17 +149,29 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
     sc_dt::uint64 earliest = 0;   // arrival no earlier (a merged transfer's latency chain)
     uint64_t sequence = 0;        // injection order: breaks ties in time
     uint32_t heap_slot = kNone;
+    uint32_t to_switch = kNone;   // the switch it ends at (in-switch reduction), else a GPU
   };
   struct Timed {              // a heap entry: completion (by flow id) or arrival (by payload)
     sc_dt::uint64 time;
     uint64_t sequence;
     tlm::tlm_generic_payload* gp;
-    uint32_t id;
+    uint32_t id;              // arrivals: the destination rank, or the switch
+    uint32_t to_switch;       // arrivals: the switch, or kNone for a GPU
   };
   static constexpr uint32_t kNone = ~0u;
 
+  // Starts the flow of `gp` over path_ from `source`, ending at switch `to_switch` (kNone: at
+  // GPU t.destination); `via_switch`: it ends or starts at a reducing switch. The fabric already
+  // holds its reference to gp.
+  void start(tlm::tlm_generic_payload& gp, PacketSource& source, uint32_t to_switch, bool via_switch);
   void update();
   void deliver();
+  // A flow that ended at switch `id`: what the switch does with it (reduce, multicast).
+  void at_switch(uint32_t id, tlm::tlm_generic_payload& gp);
+  // The sum `gp` carries at network switch `id` goes down the aggregation tree; releases gp.
+  void spread(uint32_t id, tlm::tlm_generic_payload& gp);
+  ReductionUnit& unit(uint32_t id);
+  static void absorb(tlm::tlm_generic_payload& gp);
   void schedule_update();
   void finish(uint32_t id, sc_dt::uint64 now);
   void settle(uint32_t id, sc_dt::uint64 now);
@@ -136,7 +183,9 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   void completion_down(size_t slot);
 
   const PathProvider& paths_;
+  protocol::PayloadPool* pool_;
   std::vector<LinkState> links_;
+  std::deque<ReductionUnit> units_;  // by switch, grown on first use (flows point at them)
   std::vector<FlowSink*> sinks_;
   MaxMinFairShare share_;
   std::vector<Flow> flows_;
@@ -155,6 +204,8 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   uint64_t started_ = 0;
   uint64_t finished_ = 0;
   uint64_t delivered_ = 0;
+  uint64_t reductions_ = 0;
+  uint64_t multicasts_ = 0;
 };
 
 }  // namespace tessera::models

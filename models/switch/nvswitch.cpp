@@ -16,8 +16,7 @@ void NvSwitch::reduce(unsigned port, tlm::tlm_generic_payload& gp) {
   if (!config_.in_switch_reduction)
     throw std::runtime_error(std::string(name()) + ": in-switch reduction requested of a switch without it");
   const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
-  // The part key: the destination (owner of the reduced shard), step and chunk.
-  const uint64_t part = (uint64_t(t.destination) << 48) ^ (uint64_t(t.step) << 32) ^ t.chunk;
+  const uint64_t part = ReductionUnit::switch_part(t);
   // Every contribution is added into the reduction unit's sum and leaves the ingress buffer.
   ingress(port).packet_left(gp);
   if (!unit_.contribute(t.flow, part, t.member_count)) {

@@ -11,6 +11,7 @@
 
 #include "models/link/fabric_port.h"
 #include "models/switch/reduction_table.h"
+#include "tlm/aggregation_tree.h"
 #include "tlm/extensions.h"
 #include "tlm/payload_pool.h"
 
@@ -35,7 +36,41 @@ class ReductionUnit : public PacketSource {
     c->set_data_length(length);
     return *c;
   }
+  // A copy of the sum `t` for `child` of its aggregation tree's vertex: a NetworkMulticast
+  // chunk for a child switch, an ordinary chunk for a member's GPU.
+  tlm::tlm_generic_payload& copy_down(const protocol::FabricTransfer& t, unsigned length,
+                                      const protocol::AggregationTree::Child& child) {
+    tlm::tlm_generic_payload& c = copy(t, length);
+    protocol::FabricTransfer& ct = protocol::fabric_transfer(c);
+    if (child.rank >= 0) {
+      ct.purpose = protocol::TransferPurpose::Collective;
+      ct.destination = static_cast<uint32_t>(child.rank);
+      ct.tree = nullptr;
+    } else {
+      ct.purpose = protocol::TransferPurpose::NetworkMulticast;
+    }
+    return c;
+  }
   void multicast_done() { ++multicast_; }
+
+  // The reduced chunk a contribution belongs to. In a switch of the NVLink domain: the owner of
+  // the reduced shard, step and chunk. In an aggregation tree: the tree (several trees of one
+  // collective may share a switch), step and chunk.
+  static uint64_t switch_part(const protocol::FabricTransfer& t) {
+    return (uint64_t(t.destination) << 48) ^ (uint64_t(t.step) << 32) ^ t.chunk;
+  }
+  static uint64_t tree_part(const protocol::FabricTransfer& t) {
+    return (uint64_t(t.tree->id) << 40) ^ (uint64_t(t.step) << 32) ^ t.chunk;
+  }
+  // The vertex of network switch `device` in the chunk's aggregation tree; `who` names the
+  // switch in the error for a tree that does not cross it.
+  static const protocol::AggregationTree::Vertex& vertex(const protocol::FabricTransfer& t, uint32_t device,
+                                                         const char* who) {
+    const protocol::AggregationTree::Vertex* v = t.tree != nullptr ? t.tree->at(device) : nullptr;
+    if (v == nullptr)
+      throw std::runtime_error(std::string(who) + ": an in-network reduction chunk of a tree that does not cross this switch");
+    return *v;
+  }
 
   void packet_left(tlm::tlm_generic_payload&) override {}
 

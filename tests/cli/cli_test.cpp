@@ -268,27 +268,39 @@ TEST(Cli, MalformedJobFilesNameFileLineAndKey) {
 
 namespace {
 
+// The rows of `tessera collective`'s table.
+struct TableRow {
+  double size = 0, count = 0, root = 0, time = 0, algbw = 0, busbw = 0;
+  std::string type, redop, label;
+};
+std::vector<TableRow> table_rows(const std::string& out) {
+  std::istringstream in(out);
+  std::string line;
+  std::vector<TableRow> rows;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream f(line);
+    TableRow r;
+    f >> r.size >> r.count >> r.type >> r.redop >> r.root >> r.time >> r.algbw >> r.busbw >> r.label;
+    EXPECT_FALSE(f.fail()) << line;
+    rows.push_back(r);
+  }
+  return rows;
+}
+
 TEST(CliCollective, PrintsTheNcclTestsTableWithBusBandwidth) {
   const Result r = tessera("collective --platform dgx-h100 --op allreduce -b 1M -e 4M");
   ASSERT_EQ(r.status, 0) << r.err;
   for (const char* column : {"size", "count", "type", "time", "algbw", "busbw"})
     EXPECT_NE(r.out.find(column), std::string::npos) << column;
   // Three rows (1M, 2M, 4M); busbw = algbw * 2(n-1)/n on each.
-  std::istringstream in(r.out);
-  std::string line;
-  int rows = 0;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream f(line);
-    double size, count, root, time, algbw, busbw;
-    std::string type, redop;
-    ASSERT_TRUE(f >> size >> count >> type >> redop >> root >> time >> algbw >> busbw) << line;
-    EXPECT_EQ(count, size / 4);
-    EXPECT_NEAR(algbw, size / (time * 1e-6) / 1e9, 0.01 + 0.01 * algbw);
-    EXPECT_NEAR(busbw, algbw * 1.75, 0.02 + 0.01 * busbw);
-    ++rows;
+  const std::vector<TableRow> rows = table_rows(r.out);
+  for (const TableRow& row : rows) {
+    EXPECT_EQ(row.count, row.size / 4);
+    EXPECT_NEAR(row.algbw, row.size / (row.time * 1e-6) / 1e9, 0.01 + 0.01 * row.algbw);
+    EXPECT_NEAR(row.busbw, row.algbw * 1.75, 0.02 + 0.01 * row.busbw);
   }
-  EXPECT_EQ(rows, 3);
+  EXPECT_EQ(rows.size(), 3u);
   // The same inputs give the same output, byte for byte.
   EXPECT_EQ(tessera("collective --platform dgx-h100 --op allreduce -b 1M -e 4M").out, r.out);
 }
@@ -307,6 +319,20 @@ TEST(CliCollective, ForcedAlgorithmAndProtocolAreUsed) {
   const Result run = tessera("run --platform dgx-a100 --nodes 2 --set network.in_network_reduction=true "
                              "--collective-algorithm sharp --layers 1");
   EXPECT_EQ(run.status, 0) << run.err;
+}
+
+TEST(CliCollective, SendRecvSendsToTheNextRankAtTheNvlinkRate) {
+  // nccl-tests' sendrecv: rank r sends S to r + 1 and receives S from r - 1; busbw = algbw.
+  // On one DGX H100 each message crosses the GPU's NVLinks to the NVSwitch and back: 18 links
+  // of 25 GB/s at 128 of 160 bytes, 360 GB/s.
+  const Result r = tessera("collective --platform dgx-h100 --op sendrecv -b 256M -e 256M");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::vector<TableRow> rows = table_rows(r.out);
+  ASSERT_EQ(rows.size(), 1u) << r.out;
+  EXPECT_EQ(rows[0].busbw, rows[0].algbw) << r.out;
+  EXPECT_NEAR(rows[0].algbw, 360.0, 0.01 * 360.0) << r.out;
+  EXPECT_EQ(rows[0].label, "p2p/simple") << r.out;
+  expect_bad_input("collective --op sendrecv --algorithm ring", "sendrecv");
 }
 
 // The measured column of a 32 MiB row of `tessera collective ... --compare`.

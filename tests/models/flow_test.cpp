@@ -408,6 +408,132 @@ TEST_F(FlowFabricTest, SteadyStateAllocatesNothing) {
   EXPECT_EQ(r["allocations"].get<uint64_t>(), 0u);
 }
 
+// ---------------------------------------------------------------- in-switch reduction
+
+// GPUs on one switch (switch 0) that reduces: GPU r's link up is 2r, its link down 2r + 1.
+class SwitchPaths : public TablePaths {
+ public:
+  SwitchPaths(uint32_t ranks, double bandwidth, sc_core::sc_time latency) : TablePaths(ranks) {
+    for (uint32_t r = 0; r < 2 * ranks; ++r) add_link(bandwidth, latency);
+  }
+  uint32_t switches() const override { return 1; }
+  uint32_t path_to_switch(const protocol::FabricTransfer& t, std::vector<uint32_t>& links) const override {
+    links.assign(1, 2 * t.source);
+    return 0;
+  }
+  void path_from_switch(uint32_t, const protocol::FabricTransfer& t, std::vector<uint32_t>& links) const override {
+    links.assign(1, 2 * t.destination + 1);
+  }
+};
+
+// Wave w (at w ms): every GPU contributes S to GPU 0's chunk (step 0); 500 us later GPU 1
+// multicasts S to every GPU (step 1). Arrival times per (wave, step, rank).
+class SwitchScenario : public sc_core::sc_module, public models::PacketSource, public models::FlowSink {
+ public:
+  SwitchScenario(sc_core::sc_module_name name, const SwitchPaths& paths, uint32_t ranks, uint64_t bytes, int waves)
+      : sc_module(name), fabric("fabric", paths, &pool_), ranks_(ranks), bytes_(bytes), waves_(waves),
+        arrivals_(size_t(waves) * 2 * ranks) {
+    for (uint32_t r = 0; r < ranks; ++r) members_.push_back(int(r)), fabric.attach(r, *this);
+    SC_HAS_PROCESS(SwitchScenario);
+    SC_THREAD(drive);
+  }
+  void packet_left(tlm::tlm_generic_payload&) override {}
+  void flow_arrived(uint32_t rank, tlm::tlm_generic_payload& gp) override {
+    const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
+    const size_t k = (size_t(t.flow) * 2 + t.step) * ranks_ + rank;
+    arrivals_[k].first = sc_core::sc_time_stamp().value();
+    ++arrivals_[k].second;
+    gp.release();  // as the collective engine does
+  }
+  // When the chunk of (wave, step) reached `rank` (the last one), and how many did.
+  const std::pair<uint64_t, int>& arrival(int wave, int step, uint32_t rank) const {
+    return arrivals_[(size_t(wave) * 2 + step) * ranks_ + rank];
+  }
+  const protocol::PayloadPool& pool() const { return pool_; }
+
+  models::FlowFabric fabric;
+
+ private:
+  void inject(uint32_t source, uint32_t destination, int wave, protocol::TransferPurpose purpose) {
+    tlm::tlm_generic_payload* gp = pool_.acquire();
+    protocol::FabricTransfer& t = protocol::fabric_transfer(*gp);
+    t = protocol::FabricTransfer{};
+    t.source = source;
+    t.destination = destination;
+    t.bytes = bytes_;
+    t.flow = uint64_t(wave);
+    t.step = purpose == protocol::TransferPurpose::SwitchReduce ? 0 : 1;
+    t.purpose = purpose;
+    t.members = members_.data();
+    t.member_count = ranks_;
+    fabric.inject(*gp, *this);
+  }
+  void drive() {
+    for (int w = 0; w < waves_; ++w) {
+      wait(sc_core::sc_time(w, sc_core::SC_MS) - sc_core::sc_time_stamp());
+      for (uint32_t r = 0; r < ranks_; ++r) inject(r, 0, w, protocol::TransferPurpose::SwitchReduce);
+      wait(sc_core::sc_time(500, sc_core::SC_US));
+      inject(1, 1, w, protocol::TransferPurpose::SwitchMulticast);
+    }
+  }
+
+  protocol::PayloadPool pool_;
+  uint32_t ranks_;
+  uint64_t bytes_;
+  int waves_;
+  std::vector<int> members_;
+  std::vector<std::pair<uint64_t, int>> arrivals_;  // by (wave, step, rank)
+};
+
+// The switch adds up the contributions: one sum leaves for the owner, S on its link down where
+// point-to-point transfers would put n S; a multicast goes up once and down once per member.
+// Each leg is S/B plus its link's latency. The second wave allocates nothing.
+TEST_F(FlowFabricTest, ASwitchThatReducesSendsOneSumAndOneCopyPerMember) {
+  const uint32_t ranks = 4;
+  const SwitchPaths paths(ranks, kB, ns(500));
+  const nlohmann::json r = testing::run_in_child([&] {
+    SwitchScenario scenario("scenario", paths, ranks, kS, 2);
+    sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_MS));
+    const uint64_t before = g_allocations;
+    sc_core::sc_start();
+    nlohmann::json j;
+    j["allocations"] = g_allocations - before;
+    for (int w = 0; w < 2; ++w)
+      for (int step = 0; step < 2; ++step)
+        for (uint32_t k = 0; k < ranks; ++k) {
+          j["arrived"].push_back(scenario.arrival(w, step, k).first);
+          j["count"].push_back(scenario.arrival(w, step, k).second);
+        }
+    for (uint32_t l = 0; l < scenario.fabric.links(); ++l) j["link_bytes"].push_back(scenario.fabric.bytes_carried(l));
+    j["reductions"] = scenario.fabric.reductions();
+    j["multicasts"] = scenario.fabric.multicasts();
+    j["payloads_in_use"] = scenario.pool().in_use();
+    return j;
+  });
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  const uint64_t leg = 10 * kUs + 500000;  // S/B + latency
+  for (int w = 0; w < 2; ++w) {
+    const uint64_t start = uint64_t(w) * 1000 * kUs;
+    for (uint32_t k = 0; k < ranks; ++k) {
+      const size_t reduce = (size_t(w) * 2 + 0) * ranks + k, multicast = (size_t(w) * 2 + 1) * ranks + k;
+      EXPECT_EQ(r["count"][reduce].get<int>(), k == 0 ? 1 : 0) << w << " " << k;
+      if (k == 0) {
+        EXPECT_EQ(r["arrived"][reduce].get<uint64_t>(), start + 2 * leg);
+      }
+      EXPECT_EQ(r["count"][multicast].get<int>(), 1) << w << " " << k;
+      EXPECT_EQ(r["arrived"][multicast].get<uint64_t>(), start + 500 * kUs + 2 * leg) << w << " " << k;
+    }
+  }
+  for (uint32_t k = 0; k < ranks; ++k) {
+    EXPECT_EQ(r["link_bytes"][2 * k].get<uint64_t>(), 2 * (kS + (k == 1 ? kS : 0))) << "up " << k;
+    EXPECT_EQ(r["link_bytes"][2 * k + 1].get<uint64_t>(), 2 * (kS + (k == 0 ? kS : 0))) << "down " << k;
+  }
+  EXPECT_EQ(r["reductions"].get<uint64_t>(), 2u);
+  EXPECT_EQ(r["multicasts"].get<uint64_t>(), 2u);
+  EXPECT_EQ(r["payloads_in_use"].get<uint64_t>(), 0u);
+  EXPECT_EQ(r["allocations"].get<uint64_t>(), 0u);
+}
+
 // 10,000 flows at once on 100 up-links and 100 down-links, exactly 100 flows on each link: each
 // gets B/100 and all end at 100 S/B = 1 ms.
 TEST_F(FlowFabricTest, TenThousandConcurrentFlows) {

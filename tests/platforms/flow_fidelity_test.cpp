@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "sc_main/collective_command.h"
 #include "tests/support/child_process.h"
 #include "tests/support/jobs.h"
 #include "tests/support/platform_configs.h"
@@ -129,6 +130,72 @@ TEST(FlowFidelity, OversubscriptionHalvesCrossLeafThroughput) {
   const double t1 = time_of(simulate(full, job, Fidelity::Flow));
   const double t2 = time_of(simulate(half, job, Fidelity::Flow));
   EXPECT_NEAR(t2 / t1, 2.0, 0.06);
+}
+
+TEST(FlowFidelity, NvlsAgreesWithPacketFidelityOnADgxH100) {
+  // In-switch reduction as flows: each contribution a flow into the NVSwitch, the sum and the
+  // multicast copies flows out of it. The tuner's choice (NVLS from 8 MiB), and NVLS forced for
+  // reduce-scatter and all-gather.
+  const PlatformConfig p = load_platform("dgx-h100");
+  for (uint64_t S : {16 * MiB, 64 * MiB, 256 * MiB, 1024 * MiB}) {
+    const workloads::Job job = one_collective(8, CollectiveKind::AllReduce, S);
+    const double packet = time_of(simulate(p, job, Fidelity::Packet));
+    EXPECT_NEAR(time_of(simulate(p, job, Fidelity::Flow)), packet, 0.05 * packet) << S << " bytes";
+  }
+  models::CollectiveEngineConfig nvls;
+  nvls.algorithm = models::CollectiveAlgorithm::Nvls;
+  for (CollectiveKind kind : {CollectiveKind::ReduceScatter, CollectiveKind::AllGather})
+    for (uint64_t S : {16 * MiB, 256 * MiB}) {
+      const workloads::Job job = one_collective(8, kind, S);
+      const double packet = time_of(simulate(p, job, Fidelity::Packet, nvls));
+      EXPECT_NEAR(time_of(simulate(p, job, Fidelity::Flow, nvls)), packet, 0.05 * packet)
+          << workloads::to_string(kind) << " " << S << " bytes";
+    }
+}
+
+TEST(FlowFidelity, CollNetAgreesWithPacketFidelityAcrossTwoDgxH100) {
+  // SHARP: NVLS in each node, the node sums of each shard through the aggregation switch.
+  const PlatformConfig p = load_platform("dgx-h100", {"nodes=2", "network.in_network_reduction=true"});
+  models::CollectiveEngineConfig collnet;
+  collnet.algorithm = models::CollectiveAlgorithm::CollNet;
+  for (uint64_t S : {16 * MiB, 64 * MiB, 256 * MiB, 1024 * MiB}) {
+    const workloads::Job job = one_collective(16, CollectiveKind::AllReduce, S);
+    const double packet = time_of(simulate(p, job, Fidelity::Packet, collnet));
+    EXPECT_NEAR(time_of(simulate(p, job, Fidelity::Flow, collnet)), packet, 0.05 * packet) << S << " bytes";
+  }
+}
+
+// Bytes on the links out of node 0's GPU 0 of one kind (flow fidelity names links as packet
+// fidelity does: "node0.gpu0.out<port>").
+uint64_t gpu0_bytes(const app::SimulationResult& r, const std::string& kind) {
+  uint64_t bytes = 0;
+  for (const app::LinkResult& l : r.links)
+    if (l.kind == kind && l.name.rfind("node0.gpu0.out", 0) == 0) bytes += l.bytes;
+  return bytes;
+}
+
+TEST(FlowFidelity, RowsNameTheAlgorithmThatRan) {
+  // A row labelled nvls must have reduced in the switch: GPU 0 sends S (its contributions) and
+  // S/8 (its multicast) into the NVSwitch, where a ring would send 2(n-1)/n S = 1.75 S. A row
+  // labelled collnet sends S/8 through GPU 0's NIC, where the ring across nodes sends more.
+  const uint64_t S = 256 * MiB;
+  auto sweep = [](const PlatformConfig& p, const std::string& kind) {
+    return run_in_child([&] {
+      app::SweepSettings s;
+      s.min_bytes = s.max_bytes = 256 * MiB;
+      s.options.fidelity = Fidelity::Flow;
+      app::SimulationResult result;
+      const std::vector<app::SweepRow> rows = app::run_sweep(p, s, &result);
+      return nlohmann::json{{"algorithm", rows.at(0).algorithm}, {"bytes", gpu0_bytes(result, kind)}};
+    });
+  };
+  const nlohmann::json node = sweep(load_platform("dgx-h100"), "nvlink");
+  EXPECT_EQ(node.value("algorithm", ""), "nvls") << node.dump();
+  EXPECT_EQ(node.value("bytes", uint64_t(0)), S + S / 8) << node.dump();
+  const nlohmann::json sharp =
+      sweep(load_platform("dgx-h100", {"nodes=2", "network.in_network_reduction=true"}), "pcie");
+  EXPECT_EQ(sharp.value("algorithm", ""), "collnet") << sharp.dump();
+  EXPECT_EQ(sharp.value("bytes", uint64_t(0)), S / 8) << sharp.dump();
 }
 
 TEST(FlowFidelity, TrainingIterationAgreesWithPacketFidelity) {
