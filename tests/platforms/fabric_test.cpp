@@ -132,9 +132,10 @@ TEST(Oversubscription, AllToAllIsBoundedByTheOversubscribedTier) {
     // Where one bound clearly dominates, the time is that bound plus at most the pipeline fill
     // of the first chunks (the engine overlaps most of it with the next peers' transfers).
     const double fill = pipeline_fill_s(c, 0, n - 1);
-    if (k.o != 2.0)
+    if (k.o != 2.0) {
       EXPECT_LE(t, std::max(nic_bound, tier_bound) + fill + 0.01 * t)
           << "nic bound " << nic_bound << " tier bound " << tier_bound << " fill " << fill;
+    }
   }
   // More oversubscription, slower: 1:1 is NIC-bound, 2:1 and 4:1 are bound by the uplinks.
   EXPECT_LT(times[0], times[1]);

@@ -89,7 +89,9 @@ TEST(FlowFidelity, CollectivesAgreeWithPacketFidelity) {
     const double packet = time_of(simulate(p, job, Fidelity::Packet));
     const double flow = time_of(simulate(p, job, Fidelity::Flow));
     EXPECT_NEAR(flow, packet, 0.10 * packet) << S << " bytes";
-    if (S >= 64 * MiB) EXPECT_NEAR(flow, packet, 0.03 * packet) << S << " bytes";
+    if (S >= 64 * MiB) {
+      EXPECT_NEAR(flow, packet, 0.03 * packet) << S << " bytes";
+    }
   }
 }
 
