@@ -1196,6 +1196,9 @@ CompiledJob compile(const ModelSpec& m, const Strategy& strategy, int gpus,
   std::vector<std::shared_ptr<Program>> programs(s.pp);
   for (int stage = 0; stage < s.pp; ++stage) {
     programs[stage] = std::make_shared<Program>();
+    // Stages have about as many ops as the one before (copying a program of millions of ops
+    // as it grows costs more than building it).
+    if (stage > 0) programs[stage]->ops.reserve(programs[stage - 1]->ops.size() + programs[stage - 1]->ops.size() / 8);
     CommunicatorSlots stage_slots = slots;
     if (stage != 0 && stage != s.pp - 1)
       stage_slots.embedding = stage_slots.embedding_tp = stage_slots.embedding_replica = -1;
