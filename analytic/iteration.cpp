@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <map>
 #include <memory>
 #include <queue>
@@ -57,20 +58,31 @@ struct KernelSummary {
 };
 
 // Per op, what the walk reads of it, in 12 bytes: the walk's working set is one array of these
-// per rank walked, the counts of predecessors not done (an array of their own: an op's
-// successors may lie far ahead) and the graph's successor lists, never the program's ops.
-struct OpState {
+// per program walked, per rank walked the counts of predecessors not done, and the graph's
+// successor lists; never the program's ops.
+struct OpInfo {
   uint32_t successors = 0;  // its first in the graph's successor list; the next op's first ends them
   uint32_t info = 0;        // compute and copy: its KernelSummary; else its Communication
   OpKind kind = OpKind::Compute;
-  uint8_t finished = 0;
 };
+
+// The walk moves through the programs of all the ranks walked at once, in about program order
+// in each: more streams than the hardware prefetcher follows. It fetches what it will read of
+// the ops a little ahead itself.
+constexpr uint32_t kAhead = 16;
+template <typename T>
+void prefetch(const std::vector<T>& v, size_t i) {
+  if (i < v.size()) __builtin_prefetch(v.data() + i);
+}
+
+// An op's count of predecessors not done, once it is done.
+constexpr uint32_t kDone = std::numeric_limits<uint32_t>::max();
 
 // A program summarised once (its kernels costed, its ops' states laid out), shared by the ranks
 // walked that run it.
 struct ProgramSummary {
   std::shared_ptr<const models::ProgramGraph> graph;
-  std::vector<OpState> initial;  // one per op, and one more that ends the last op's successors
+  std::vector<OpInfo> ops;  // one per op, and one more that ends the last op's successors
   std::vector<KernelSummary> kernels;
   std::vector<uint32_t> communication;  // the communication ops, in program order
 };
@@ -91,8 +103,8 @@ struct Communication {
 struct RankState {
   const workloads::Rank* rank = nullptr;
   std::shared_ptr<const ProgramSummary> summary;
-  std::vector<OpState> op;
-  std::vector<uint32_t> waits;  // per op: predecessors not done
+  const OpInfo* op = nullptr;   // the summary's
+  std::vector<uint32_t> waits;  // per op: predecessors not done (kDone once done)
   std::vector<Communication> communication;
   // Critical path (when asked for): per op, what made it ready, what its start waited for, and
   // its end.
@@ -233,7 +245,7 @@ void Walk::init_rank(int cls) {
   s.cost.rank = s.rank->rank;
   if (options_.trace) s.activity.causes.enable_spans();
   const auto& ops = s.rank->program->ops;
-  s.op = s.summary->initial;
+  s.op = s.summary->ops.data();
   s.waits = s.summary->graph->waits;
   if (tracking_) {
     s.ready_by.assign(ops.size(), Binder{});
@@ -276,7 +288,7 @@ void Walk::init_rank(int cls) {
 
 void Walk::ready(int cls, uint32_t op, double now, Binder from) {
   RankState& s = ranks_[size_t(cls)];
-  const OpState& state = s.op[op];
+  const OpInfo& state = s.op[op];
   if (tracking_) s.ready_by[op] = from;
   switch (state.kind) {
     case OpKind::Compute:
@@ -296,6 +308,7 @@ void Walk::ready(int cls, uint32_t op, double now, Binder from) {
       break;
   }
   const Communication& c = s.communication[state.info];
+  prefetch(s.communication, state.info + 2);
   s.activity.change(now, 0, 1, c.cause);
   if (state.kind == OpKind::Collective) collective_joined(cls, op, c, now);
   else if (state.kind == OpKind::Send) send(cls, op, c, now);
@@ -401,20 +414,23 @@ void Walk::set_sms(int cls, int delta, double now) {
 
 void Walk::op_done(int cls, uint32_t op, double now) {
   RankState& s = ranks_[size_t(cls)];
-  OpState& state = s.op[op];
+  const OpInfo& state = s.op[op];
   if (state.kind == OpKind::Collective || state.kind == OpKind::Send || state.kind == OpKind::Recv) {
     const Communication& c = s.communication[state.info];
     s.activity.change(now, 0, -1, c.cause);
     if (state.kind == OpKind::Collective) set_sms(cls, -c.channels, now);
   }
   ++s.done;
-  state.finished = 1;
+  s.waits[op] = kDone;
   if (tracking_) {
     s.end[op] = now;
     if (last_op_.cls < 0 || now >= ranks_[size_t(last_op_.cls)].end[last_op_.op]) last_op_ = Binder{cls, op};
   }
   s.cost.finish_s = std::max(s.cost.finish_s, now);
   const std::vector<uint32_t>& successors = s.summary->graph->successors;
+  prefetch(s.summary->ops, op + kAhead);
+  prefetch(s.waits, op + kAhead);
+  prefetch(successors, state.successors + kAhead);
   // Successors that become ready now start now (no event: the time does not move).
   for (uint32_t k = state.successors, last = s.op[op + 1].successors; k < last; ++k)
     if (--s.waits[successors[k]] == 0) ready(cls, successors[k], now, Binder{cls, op});
@@ -460,7 +476,7 @@ std::string Walk::describe_stuck() const {
     std::string line = "rank " + std::to_string(s.rank->rank) + ":";
     std::vector<bool> seen(job_.stream_names.size(), false);
     for (uint32_t i = 0; i < ops.size(); ++i) {
-      if (s.op[i].finished || seen[ops[i].stream]) continue;
+      if (s.waits[i] == kDone || seen[ops[i].stream]) continue;
       seen[ops[i].stream] = true;
       line += " [" + job_.stream_names[ops[i].stream] + "] op " + std::to_string(i) + " " +
               workloads::to_string(ops[i].kind) + " " + job_.op_name(ops[i]);
@@ -475,13 +491,13 @@ std::shared_ptr<const ProgramSummary> Walk::summarize(const workloads::Rank& ran
   auto summary = std::make_shared<ProgramSummary>();
   summary->graph = std::make_shared<models::ProgramGraph>(*rank.program);
   const models::ProgramGraph& graph = *summary->graph;
-  summary->initial.resize(ops.size() + 1);
-  summary->initial.back().successors = graph.successor_begin.back();
+  summary->ops.resize(ops.size() + 1);
+  summary->ops.back().successors = graph.successor_begin.back();
   // Each distinct (kernel work, cause) is summarised once: its index by work id and cause.
   std::vector<uint32_t> kernel_of;
   for (uint32_t i = 0; i < ops.size(); ++i) {
     const workloads::Op& op = ops[i];
-    OpState& u = summary->initial[i];
+    OpInfo& u = summary->ops[i];
     u.successors = graph.successor_begin[i];
     u.kind = op.kind;
     if (op.kind == OpKind::MemCopy) {
