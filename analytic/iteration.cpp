@@ -5,10 +5,10 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <queue>
 #include <tuple>
 #include <unordered_map>
 
+#include "analytic/event_queue.h"
 #include "analytic/rank_classes.h"
 #include "models/gpu/program_graph.h"
 
@@ -134,9 +134,6 @@ struct Event {
   uint32_t version;
   int32_t cls;
   EventKind kind;
-  bool operator>(const Event& o) const {
-    return time != o.time ? time > o.time : sequence > o.sequence;
-  }
 };
 
 struct Gathering {  // a collective call whose members are joining
@@ -193,7 +190,7 @@ class Walk {
   const int sm_count_;
   RankClasses classes_;
   std::vector<RankState> ranks_;  // by class
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  EventQueue<Event> events_;
   uint64_t next_sequence_ = 0;
   // Collectives meet by the members' (class, slot) set of their communicator and call number.
   std::vector<int> group_of_communicator_;
