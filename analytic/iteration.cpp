@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <map>
 #include <memory>
-#include <queue>
 #include <tuple>
 #include <unordered_map>
 
+#include "analytic/event_queue.h"
 #include "analytic/rank_classes.h"
 #include "models/gpu/program_graph.h"
 
@@ -46,29 +47,65 @@ struct Binder {
   uint32_t op = 0;
 };
 
-// What the walk needs of each op of a program, in one compact array made in one pass over the
-// program (the walk then reads 24 bytes per compute op instead of the op itself).
-struct OpSummary {
-  double seconds = 0;     // a compute op: its kernel time on an idle GPU
+// What the walk needs of a compute or copy op. Kernels of the same work and cause repeat from
+// layer to layer and micro-batch to micro-batch, so a program has a few hundred of these, and
+// they stay in cache.
+struct KernelSummary {
+  double seconds = 0;     // on an idle GPU (a copy: on the copy engine)
   double host_share = 0;  // of which the host's launch wait
-  OpKind kind = OpKind::Compute;
-  models::TimeCause cause = models::TimeCause::Compute;  // a compute op: compute or optimizer
+  models::TimeCause cause = models::TimeCause::Compute;  // compute or optimizer
   models::ComputeCause compute_cause = models::ComputeCause::Gemm;
+};
+
+// Per op, what the walk reads of it, in 12 bytes: the walk's working set is one array of these
+// per program walked, per rank walked the counts of predecessors not done, and the graph's
+// successor lists; never the program's ops.
+struct OpInfo {
+  uint32_t successors = 0;  // its first in the graph's successor list; the next op's first ends them
+  uint32_t info = 0;        // compute and copy: its KernelSummary; else its Communication
+  OpKind kind = OpKind::Compute;
+};
+
+// The walk moves through the programs of all the ranks walked at once, in about program order
+// in each: more streams than the hardware prefetcher follows. It fetches what it will read of
+// the ops a little ahead itself.
+constexpr uint32_t kAhead = 16;
+template <typename T>
+void prefetch(const std::vector<T>& v, size_t i) {
+  if (i < v.size()) __builtin_prefetch(v.data() + i);
+}
+
+// An op's count of predecessors not done, once it is done.
+constexpr uint32_t kDone = std::numeric_limits<uint32_t>::max();
+
+// A program summarised once (its kernels costed, its ops' states laid out), shared by the ranks
+// walked that run it.
+struct ProgramSummary {
+  std::shared_ptr<const models::ProgramGraph> graph;
+  std::vector<OpInfo> ops;  // one per op, and one more that ends the last op's successors
+  std::vector<KernelSummary> kernels;
+  std::vector<uint32_t> communication;  // the communication ops, in program order
+};
+
+// A communication op of a rank walked: collective, send or receive.
+struct Communication {
+  uint32_t sequence = 0;  // collectives: call number on the communicator; p2p: per (kind, peer class, tag)
+  int32_t peer = 0;       // a collective: its group; a send or receive: the peer's class
+  uint32_t tag = 0;
+  uint16_t channels = 0;  // a collective: the SMs it holds
+  models::TimeCause cause = models::TimeCause::Idle;
+  double seconds = 0;  // a collective: once every member joined; a send: until its last byte is sent
+  double delay = 0;    // a collective: its launch; a send: the path's latency
+  double bytes = 0;    // a collective: the payload a member sends; a send or receive: its message
 };
 
 // One representative rank being walked.
 struct RankState {
   const workloads::Rank* rank = nullptr;
-  std::shared_ptr<const models::ProgramGraph> graph;
-  std::shared_ptr<const std::vector<OpSummary>> summary;
-  // Per op, together (one cache line holds several ops' state).
-  struct OpState {
-    uint32_t waits = 0;     // predecessors not done
-    uint32_t sequence = 0;  // collectives: call number on the communicator; p2p: per (peer class, tag)
-    uint16_t channels = 0;  // a collective, once joined: the SMs it holds
-    uint8_t finished = 0;
-  };
-  std::vector<OpState> op;
+  std::shared_ptr<const ProgramSummary> summary;
+  const OpInfo* op = nullptr;   // the summary's
+  std::vector<uint32_t> waits;  // per op: predecessors not done (kDone once done)
+  std::vector<Communication> communication;
   // Critical path (when asked for): per op, what made it ready, what its start waited for, and
   // its end.
   std::vector<Binder> ready_by, bound_by;
@@ -85,6 +122,7 @@ struct RankState {
   double copy_free = 0;
   Activity activity;
   RankCost cost;
+  const KernelSummary& kernel(uint32_t op) const { return summary->kernels[this->op[op].info]; }
 };
 
 enum class EventKind : uint8_t { Ready, KernelDone, OpDone, SmsAcquired };
@@ -96,9 +134,6 @@ struct Event {
   uint32_t version;
   int32_t cls;
   EventKind kind;
-  bool operator>(const Event& o) const {
-    return time != o.time ? time > o.time : sequence > o.sequence;
-  }
 };
 
 struct Gathering {  // a collective call whose members are joining
@@ -125,9 +160,9 @@ class Walk {
     events_.push(Event{time, next_sequence_++, op, version, cls, kind});
   }
   void ready(int cls, uint32_t op, double now, Binder from = Binder{});
-  void collective_joined(int cls, uint32_t op, double now);
-  void send(int cls, uint32_t op, double now);
-  void receive(int cls, uint32_t op, double now);
+  void collective_joined(int cls, uint32_t op, const Communication& c, double now);
+  void send(int cls, uint32_t op, const Communication& c, double now);
+  void receive(int cls, uint32_t op, const Communication& c, double now);
   void start_kernel(int cls, double now, Binder waited_for);
   Binder ready_binder(int cls, uint32_t op) const {
     return tracking_ ? ranks_[size_t(cls)].ready_by[op] : Binder{};
@@ -136,7 +171,7 @@ class Walk {
     if (tracking_) ranks_[size_t(cls)].bound_by[op] = b;
   }
   std::vector<PathSegment> critical_path() const;
-  std::shared_ptr<const std::vector<OpSummary>> summarize(const workloads::Rank& rank);
+  std::shared_ptr<const ProgramSummary> summarize(const workloads::Rank& rank);
   void kernel_done(int cls, uint32_t op, double now);
   void set_sms(int cls, int delta, double now);
   void op_done(int cls, uint32_t op, double now);
@@ -155,14 +190,21 @@ class Walk {
   const int sm_count_;
   RankClasses classes_;
   std::vector<RankState> ranks_;  // by class
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  EventQueue<Event> events_;
   uint64_t next_sequence_ = 0;
   // Collectives meet by the members' (class, slot) set of their communicator and call number.
   std::vector<int> group_of_communicator_;
   std::vector<models::TimeCause> communicator_causes_;
   std::map<std::vector<int64_t>, int> groups_;
   std::vector<int> group_size_;
-  std::map<std::pair<int, uint32_t>, Gathering> gathering_;
+  struct KeyHash {
+    size_t operator()(const std::pair<int, uint32_t>& k) const { return size_t(k.first) * 1000003u ^ k.second; }
+    size_t operator()(const std::tuple<int, int, uint32_t, uint32_t>& k) const {
+      const auto [a, b, c, d] = k;
+      return ((size_t(a) * 1000003u ^ size_t(b)) * 1000003u ^ c) * 1000003u ^ d;
+    }
+  };
+  std::unordered_map<std::pair<int, uint32_t>, Gathering, KeyHash> gathering_;
   // Point-to-point messages by (source class, destination class, tag, sequence).
   using MessageKey = std::tuple<int, int, uint32_t, uint32_t>;
   struct Sent {
@@ -170,9 +212,13 @@ class Walk {
     double start = 0;
     Binder send;
   };
-  std::map<MessageKey, Sent> sent_;
-  std::map<MessageKey, std::pair<int, uint32_t>> posted_;     // a receive waiting for its send
-  std::map<MessageKey, double> posted_at_;
+  std::unordered_map<MessageKey, Sent, KeyHash> sent_;
+  struct Posted {  // a receive waiting for its send
+    int cls = 0;
+    uint32_t op = 0;
+    double at = 0;
+  };
+  std::unordered_map<MessageKey, Posted, KeyHash> posted_;
   const bool tracking_;
   Binder last_op_;  // the op that ended last
 };
@@ -196,31 +242,52 @@ void Walk::init_rank(int cls) {
   s.cost.rank = s.rank->rank;
   if (options_.trace) s.activity.causes.enable_spans();
   const auto& ops = s.rank->program->ops;
-  s.op.resize(ops.size());
+  s.op = s.summary->ops.data();
+  s.waits = s.summary->graph->waits;
   if (tracking_) {
     s.ready_by.assign(ops.size(), Binder{});
     s.bound_by.assign(ops.size(), Binder{});
     s.end.assign(ops.size(), 0.0);
   }
-  for (size_t i = 0; i < ops.size(); ++i) s.op[i].waits = s.graph->waits[i];
   std::unordered_map<int, uint32_t> calls;
   std::map<std::tuple<int, int, uint32_t>, uint32_t> messages;  // (kind, peer class, tag)
-  for (uint32_t i = 0; i < ops.size(); ++i) {
+  s.communication.resize(s.summary->communication.size());
+  for (size_t k = 0; k < s.communication.size(); ++k) {
+    const uint32_t i = s.summary->communication[k];
     const workloads::Op& op = ops[i];
-    if (op.kind == OpKind::Collective) s.op[i].sequence = calls[s.rank->communicators[size_t(op.slot)]]++;
-    if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
-      const int peer = classes_.of_rank[size_t(s.rank->peers[size_t(op.slot)])];
-      s.op[i].sequence = messages[{int(op.kind), peer, op.tag}]++;
+    Communication& c = s.communication[k];
+    c.cause = cause(*s.rank, op);
+    if (op.kind == OpKind::Collective) {
+      const int communicator = s.rank->communicators[size_t(op.slot)];
+      const CollectiveCost cost = costs_.collective(*s.rank, op);
+      c.sequence = calls[communicator]++;
+      c.peer = group(communicator);
+      c.channels = static_cast<uint16_t>(std::min(cost.channels, 0xffff));
+      c.seconds = cost.seconds;
+      c.delay = cost.launch_s;
+      c.bytes = cost.member_bytes;
+      continue;
     }
-    if (s.op[i].waits == 0) push(0.0, EventKind::Ready, cls, i);
+    const int peer = s.rank->peers[size_t(op.slot)];
+    c.peer = classes_.of_rank[size_t(peer)];
+    c.tag = op.tag;
+    c.sequence = messages[{int(op.kind), c.peer, op.tag}]++;
+    c.bytes = double(op.message_bytes);
+    if (op.kind == OpKind::Send) {
+      const TransferCost t = costs_.transfer(s.rank->rank, peer, op.message_bytes, op.tag);
+      c.seconds = t.serialization_s;
+      c.delay = t.latency_s;
+    }
   }
+  for (uint32_t i = 0; i < ops.size(); ++i)
+    if (s.waits[i] == 0) push(0.0, EventKind::Ready, cls, i);
 }
 
 void Walk::ready(int cls, uint32_t op, double now, Binder from) {
   RankState& s = ranks_[size_t(cls)];
-  const OpKind kind = (*s.summary)[op].kind;
+  const OpInfo& state = s.op[op];
   if (tracking_) s.ready_by[op] = from;
-  switch (kind) {
+  switch (state.kind) {
     case OpKind::Compute:
       s.queue.push_back(op);
       if (s.running < 0) start_kernel(cls, now, from);
@@ -229,7 +296,7 @@ void Walk::ready(int cls, uint32_t op, double now, Binder from) {
       const double start = std::max(now, s.copy_free);
       bind(cls, op, s.copy_free > now ? Binder{cls, s.last_copy} : from);
       s.last_copy = op;
-      s.copy_free = start + costs_.copy(*s.rank, op);
+      s.copy_free = start + s.summary->kernels[state.info].seconds;
       push(s.copy_free, EventKind::OpDone, cls, op);
       if (options_.trace) s.cost.spans.push_back({op, sc_core::sc_time(start, sc_core::SC_SEC), sc_core::sc_time(s.copy_free, sc_core::SC_SEC)});
       return;
@@ -237,66 +304,58 @@ void Walk::ready(int cls, uint32_t op, double now, Binder from) {
     default:
       break;
   }
-  s.activity.change(now, 0, 1, cause(*s.rank, s.rank->program->ops[op]));
-  if (kind == OpKind::Collective) collective_joined(cls, op, now);
-  else if (kind == OpKind::Send) send(cls, op, now);
-  else receive(cls, op, now);
+  const Communication& c = s.communication[state.info];
+  prefetch(s.communication, state.info + 2);
+  s.activity.change(now, 0, 1, c.cause);
+  if (state.kind == OpKind::Collective) collective_joined(cls, op, c, now);
+  else if (state.kind == OpKind::Send) send(cls, op, c, now);
+  else receive(cls, op, c, now);
 }
 
-void Walk::collective_joined(int cls, uint32_t op, double now) {
+void Walk::collective_joined(int cls, uint32_t op, const Communication& c, double now) {
   RankState& s = ranks_[size_t(cls)];
-  const workloads::Op& o = s.rank->program->ops[op];
-  const int communicator = s.rank->communicators[size_t(o.slot)];
-  const CollectiveCost cost = costs_.collective(*s.rank, o);
-  s.op[op].channels = static_cast<uint16_t>(std::min(cost.channels, 0xffff));
-  s.cost.bytes_sent += cost.member_bytes;
-  s.cost.bytes_received += cost.member_bytes;
+  s.cost.bytes_sent += c.bytes;
+  s.cost.bytes_received += c.bytes;
   // This member's kernels hold their SMs from the end of the launch until the call is done.
-  push(now + cost.launch_s, EventKind::SmsAcquired, cls, op);
-  const int g = group(communicator);
-  Gathering& gathering = gathering_[{g, s.op[op].sequence}];
-  gathering.expected = group_size_[size_t(g)];
+  push(now + c.delay, EventKind::SmsAcquired, cls, op);
+  const std::pair<int, uint32_t> key{c.peer, c.sequence};
+  Gathering& gathering = gathering_[key];
+  gathering.expected = group_size_[size_t(c.peer)];
   if (gathering.members.empty() || now >= gathering.ready) gathering.last = Binder{cls, op};
   gathering.ready = std::max(gathering.ready, now);
   gathering.members.emplace_back(cls, op);
   if (++gathering.arrived < gathering.expected) return;
-  const double end = gathering.ready + cost.seconds;
+  const double end = gathering.ready + c.seconds;
   const Binder joined_last = ready_binder(gathering.last.cls, gathering.last.op);
   for (const auto& [mc, mo] : gathering.members) {
     bind(mc, mo, joined_last);
     push(end, EventKind::OpDone, mc, mo);
   }
-  gathering_.erase({g, s.op[op].sequence});
+  gathering_.erase(key);
 }
 
-void Walk::send(int cls, uint32_t op, double now) {
+void Walk::send(int cls, uint32_t op, const Communication& c, double now) {
   RankState& s = ranks_[size_t(cls)];
-  const workloads::Op& o = s.rank->program->ops[op];
-  const int peer = s.rank->peers[size_t(o.slot)];
-  const TransferCost t = costs_.transfer(s.rank->rank, peer, o.message_bytes, o.tag);
-  s.cost.bytes_sent += double(o.message_bytes);
-  push(now + t.serialization_s, EventKind::OpDone, cls, op);
+  s.cost.bytes_sent += c.bytes;
+  push(now + c.seconds, EventKind::OpDone, cls, op);
   bind(cls, op, ready_binder(cls, op));
-  const MessageKey key{cls, classes_.of_rank[size_t(peer)], o.tag, s.op[op].sequence};
-  const double arrival = now + t.serialization_s + t.latency_s;
+  const MessageKey key{cls, c.peer, c.tag, c.sequence};
+  const double arrival = now + c.seconds + c.delay;
   auto waiting = posted_.find(key);
   if (waiting == posted_.end()) {
     sent_[key] = Sent{arrival, now, Binder{cls, op}};
     return;
   }
-  const auto [rc, ro] = waiting->second;
-  const double posted = posted_at_[key];
-  bind(rc, ro, arrival > posted ? ready_binder(cls, op) : ready_binder(rc, ro));
-  push(std::max(posted, arrival), EventKind::OpDone, rc, ro);
+  const Posted posted = waiting->second;
+  bind(posted.cls, posted.op, arrival > posted.at ? ready_binder(cls, op) : ready_binder(posted.cls, posted.op));
+  push(std::max(posted.at, arrival), EventKind::OpDone, posted.cls, posted.op);
   posted_.erase(waiting);
-  posted_at_.erase(key);
 }
 
-void Walk::receive(int cls, uint32_t op, double now) {
+void Walk::receive(int cls, uint32_t op, const Communication& c, double now) {
   RankState& s = ranks_[size_t(cls)];
-  const workloads::Op& o = s.rank->program->ops[op];
-  s.cost.bytes_received += double(o.message_bytes);
-  const MessageKey key{classes_.of_rank[size_t(s.rank->peers[size_t(o.slot)])], cls, o.tag, s.op[op].sequence};
+  s.cost.bytes_received += c.bytes;
+  const MessageKey key{c.peer, cls, c.tag, c.sequence};
   auto arrived = sent_.find(key);
   if (arrived != sent_.end()) {
     const Sent& m = arrived->second;
@@ -305,8 +364,7 @@ void Walk::receive(int cls, uint32_t op, double now) {
     sent_.erase(arrived);
     return;
   }
-  posted_[key] = {cls, op};
-  posted_at_[key] = now;
+  posted_[key] = Posted{cls, op, now};
 }
 
 void Walk::start_kernel(int cls, double now, Binder waited_for) {
@@ -315,7 +373,7 @@ void Walk::start_kernel(int cls, double now, Binder waited_for) {
   const uint32_t op = s.queue.front();
   s.queue.pop_front();
   bind(cls, op, waited_for);
-  const OpSummary& u = (*s.summary)[op];
+  const KernelSummary& u = s.kernel(op);
   s.running = op;
   s.remaining = u.seconds;
   s.host_share = u.host_share;
@@ -326,7 +384,7 @@ void Walk::start_kernel(int cls, double now, Binder waited_for) {
 
 void Walk::kernel_done(int cls, uint32_t op, double now) {
   RankState& s = ranks_[size_t(cls)];
-  const OpSummary& u = (*s.summary)[op];
+  const KernelSummary& u = s.kernel(op);
   s.activity.change(now, -1, 0, u.cause);
   const double elapsed = now - s.kernel_start;
   s.cost.compute_by_cause[size_t(u.compute_cause)] += elapsed * (1 - s.host_share);
@@ -353,35 +411,35 @@ void Walk::set_sms(int cls, int delta, double now) {
 
 void Walk::op_done(int cls, uint32_t op, double now) {
   RankState& s = ranks_[size_t(cls)];
-  const OpKind kind = (*s.summary)[op].kind;
-  if (kind == OpKind::Collective || kind == OpKind::Send || kind == OpKind::Recv) {
-    s.activity.change(now, 0, -1, cause(*s.rank, s.rank->program->ops[op]));
-    if (kind == OpKind::Collective) set_sms(cls, -s.op[op].channels, now);
+  const OpInfo& state = s.op[op];
+  if (state.kind == OpKind::Collective || state.kind == OpKind::Send || state.kind == OpKind::Recv) {
+    const Communication& c = s.communication[state.info];
+    s.activity.change(now, 0, -1, c.cause);
+    if (state.kind == OpKind::Collective) set_sms(cls, -c.channels, now);
   }
   ++s.done;
-  s.op[op].finished = 1;
+  s.waits[op] = kDone;
   if (tracking_) {
     s.end[op] = now;
     if (last_op_.cls < 0 || now >= ranks_[size_t(last_op_.cls)].end[last_op_.op]) last_op_ = Binder{cls, op};
   }
   s.cost.finish_s = std::max(s.cost.finish_s, now);
-  const models::ProgramGraph& g = *s.graph;
+  const std::vector<uint32_t>& successors = s.summary->graph->successors;
+  prefetch(s.summary->ops, op + kAhead);
+  prefetch(s.waits, op + kAhead);
+  prefetch(successors, state.successors + kAhead);
   // Successors that become ready now start now (no event: the time does not move).
-  for (uint32_t k = g.successor_begin[op]; k < g.successor_begin[op + 1]; ++k)
-    if (--s.op[g.successors[k]].waits == 0) ready(cls, g.successors[k], now, Binder{cls, op});
+  for (uint32_t k = state.successors, last = s.op[op + 1].successors; k < last; ++k)
+    if (--s.waits[successors[k]] == 0) ready(cls, successors[k], now, Binder{cls, op});
 }
 
 AnalyticResult Walk::run() {
   ranks_.resize(size_t(classes_.count()));
   group_of_communicator_.assign(job_.communicators.size(), -1);
   for (const workloads::Communicator& c : job_.communicators) communicator_causes_.push_back(models::communicator_cause(c.name));
-  std::unordered_map<const workloads::Program*, std::shared_ptr<const models::ProgramGraph>> graphs;
-  std::unordered_map<const workloads::Program*, std::shared_ptr<const std::vector<OpSummary>>> summaries;
+  std::unordered_map<const workloads::Program*, std::shared_ptr<const ProgramSummary>> summaries;
   for (int c = 0; c < classes_.count(); ++c) {
     const workloads::Rank& rank = job_.ranks[size_t(classes_.representative[size_t(c)])];
-    auto& graph = graphs[rank.program.get()];
-    if (!graph) graph = std::make_shared<models::ProgramGraph>(*rank.program);
-    ranks_[size_t(c)].graph = graph;
     auto& summary = summaries[rank.program.get()];
     if (!summary) summary = summarize(rank);
     ranks_[size_t(c)].summary = summary;
@@ -396,7 +454,11 @@ AnalyticResult Walk::run() {
         if (e.version == ranks_[size_t(e.cls)].version) kernel_done(e.cls, e.op, e.time);
         break;
       case EventKind::OpDone: op_done(e.cls, e.op, e.time); break;
-      case EventKind::SmsAcquired: set_sms(e.cls, ranks_[size_t(e.cls)].op[e.op].channels, e.time); break;
+      case EventKind::SmsAcquired: {
+        const RankState& s = ranks_[size_t(e.cls)];
+        set_sms(e.cls, s.communication[s.op[e.op].info].channels, e.time);
+        break;
+      }
     }
   }
   return collect();
@@ -411,7 +473,7 @@ std::string Walk::describe_stuck() const {
     std::string line = "rank " + std::to_string(s.rank->rank) + ":";
     std::vector<bool> seen(job_.stream_names.size(), false);
     for (uint32_t i = 0; i < ops.size(); ++i) {
-      if (s.op[i].finished || seen[ops[i].stream]) continue;
+      if (s.waits[i] == kDone || seen[ops[i].stream]) continue;
       seen[ops[i].stream] = true;
       line += " [" + job_.stream_names[ops[i].stream] + "] op " + std::to_string(i) + " " +
               workloads::to_string(ops[i].kind) + " " + job_.op_name(ops[i]);
@@ -421,18 +483,41 @@ std::string Walk::describe_stuck() const {
   return out;
 }
 
-std::shared_ptr<const std::vector<OpSummary>> Walk::summarize(const workloads::Rank& rank) {
+std::shared_ptr<const ProgramSummary> Walk::summarize(const workloads::Rank& rank) {
   const auto& ops = rank.program->ops;
-  auto summary = std::make_shared<std::vector<OpSummary>>(ops.size());
+  auto summary = std::make_shared<ProgramSummary>();
+  summary->graph = std::make_shared<models::ProgramGraph>(*rank.program);
+  const models::ProgramGraph& graph = *summary->graph;
+  summary->ops.resize(ops.size() + 1);
+  summary->ops.back().successors = graph.successor_begin.back();
+  // Each distinct (kernel work, cause) is summarised once: its index by work id and cause.
+  std::vector<uint32_t> kernel_of;
   for (uint32_t i = 0; i < ops.size(); ++i) {
-    OpSummary& u = (*summary)[i];
-    u.kind = ops[i].kind;
-    if (u.kind != OpKind::Compute) continue;
-    const models::KernelTime t = costs_.compute(rank, i);
-    u.seconds = t.total();
-    u.host_share = t.total() > 0 ? t.host_s / t.total() : 0;
-    u.cause = models::compute_cause(ops[i].phase);
-    u.compute_cause = models::cause_of_kernel(static_cast<uint8_t>(ops[i].kernel));
+    const workloads::Op& op = ops[i];
+    OpInfo& u = summary->ops[i];
+    u.successors = graph.successor_begin[i];
+    u.kind = op.kind;
+    if (op.kind == OpKind::MemCopy) {
+      u.info = static_cast<uint32_t>(summary->kernels.size());
+      summary->kernels.push_back(KernelSummary{costs_.copy(rank, i), 0, models::TimeCause::Compute, models::ComputeCause::Gemm});
+      continue;
+    }
+    if (op.kind != OpKind::Compute) {
+      u.info = static_cast<uint32_t>(summary->communication.size());
+      summary->communication.push_back(i);
+      continue;
+    }
+    const uint32_t work = costs_.compute(rank, i);
+    const models::TimeCause cause = models::compute_cause(op.phase);
+    const size_t key = size_t(work) * models::kTimeCauses + size_t(cause);
+    if (key >= kernel_of.size()) kernel_of.resize(key + 1, UINT32_MAX);
+    if (kernel_of[key] == UINT32_MAX) {
+      const models::KernelTime& t = costs_.kernel_time(work);
+      kernel_of[key] = static_cast<uint32_t>(summary->kernels.size());
+      summary->kernels.push_back(KernelSummary{t.total(), t.total() > 0 ? t.host_s / t.total() : 0, cause,
+                                               models::cause_of_kernel(static_cast<uint8_t>(op.kernel))});
+    }
+    u.info = kernel_of[key];
   }
   return summary;
 }

@@ -62,13 +62,13 @@ size_t OpCosts::WorkHash::operator()(const KernelWork& w) const {
   return h;
 }
 
-models::KernelTime OpCosts::compute(const workloads::Rank& rank, uint32_t index) {
+uint32_t OpCosts::compute(const workloads::Rank& rank, uint32_t index) {
   const workloads::Op& op = rank.program->ops[index];
   const KernelWork work{op.flops, op.bytes, op.gemm.m, op.gemm.n, op.gemm.k, op.gemm.batch, op.elements,
                         op.kernels, static_cast<uint8_t>(op.kernel), static_cast<uint8_t>(op.dtype)};
   if (by_name_.size() < job_.names.size()) by_name_.resize(job_.names.size());
   Named& named = by_name_[op.name];
-  if (named.known && named.work == work) return named.time;
+  if (named.known && named.work == work) return named.id;
   auto known = kernels_.find(work);
   if (known == kernels_.end()) {
     protocol::ComputeEvent e;
@@ -76,7 +76,8 @@ models::KernelTime OpCosts::compute(const workloads::Rank& rank, uint32_t index)
     const models::KernelTime t = options_.kernel_timer
                                      ? options_.kernel_timer->kernel_time(e)
                                      : models::KernelTime{models::roofline_seconds(platform_.gpu, e, false), 0};
-    known = kernels_.emplace(work, t).first;
+    known = kernels_.emplace(work, static_cast<uint32_t>(kernel_times_.size())).first;
+    kernel_times_.push_back(t);
   }
   named = Named{work, known->second, true};
   return known->second;

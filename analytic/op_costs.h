@@ -45,8 +45,10 @@ class OpCosts {
 
   const std::vector<models::CommunicatorShape>& shapes() const { return shapes_; }
   const models::Tuner& tuner() const { return tuner_; }
-  // Compute op `index` of the rank's program on an idle GPU.
-  models::KernelTime compute(const workloads::Rank& rank, uint32_t index);
+  // Compute op `index` of the rank's program on an idle GPU: the id of its work (ops of the
+  // same work share it), whose time kernel_time() gives.
+  uint32_t compute(const workloads::Rank& rank, uint32_t index);
+  const models::KernelTime& kernel_time(uint32_t id) const { return kernel_times_[id]; }
   // A copy-engine op.
   double copy(const workloads::Rank& rank, uint32_t index) const;
   CollectiveCost collective(const workloads::Rank& rank, const workloads::Op& op);
@@ -77,13 +79,14 @@ class OpCosts {
     size_t operator()(const KernelWork& w) const;
     size_t operator()(const std::vector<double>& v) const;
   };
-  std::unordered_map<KernelWork, models::KernelTime, WorkHash> kernels_;
+  std::unordered_map<KernelWork, uint32_t, WorkHash> kernels_;  // work -> id
+  std::vector<models::KernelTime> kernel_times_;                // by id
   std::unordered_map<std::vector<double>, CollectiveCost, WorkHash> collectives_;
   // The last kernel costed under each op name (an op of the same name is most often the same
   // work in another micro-batch or layer).
   struct Named {
     KernelWork work;
-    models::KernelTime time;
+    uint32_t id = 0;
     bool known = false;
   };
   std::vector<Named> by_name_;

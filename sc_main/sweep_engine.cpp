@@ -207,7 +207,8 @@ class LocalRunner {
   std::map<pid_t, Running> running_;
 };
 
-void pause_briefly() { std::this_thread::sleep_for(std::chrono::milliseconds(5)); }
+// (short: a run in analytic fidelity takes some tens of milliseconds, and a row waits for the next look)
+void pause_briefly() { std::this_thread::sleep_for(std::chrono::milliseconds(1)); }
 
 // The journal: one line {"key": ..., "row": ...} per finished run.
 class Journal {

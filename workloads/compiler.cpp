@@ -190,8 +190,13 @@ class StageBuilder {
   uint32_t name(uint32_t unit, const char* base, ComputePhase phase) {
     const uint64_t key = (uint64_t(unit) << 40) ^ (uint64_t(reinterpret_cast<uintptr_t>(base)) << 3) ^
                          uint64_t(phase);
+    std::pair<uint64_t, uint32_t>& recent = recent_names_[(key * 0x9E3779B97F4A7C15ull) >> 58];
+    if (recent.first == key) return recent.second;
     auto it = names_.find(key);
-    if (it != names_.end()) return it->second;
+    if (it != names_.end()) {
+      recent = *it;
+      return it->second;
+    }
     static const char* suffix[] = {"fwd", "bwd", "wgrad", "step", "recompute", ""};
     std::string text = unit_names_[unit] + "." + base;
     if (*suffix[int(phase)]) text += std::string(".") + suffix[int(phase)];
@@ -473,6 +478,14 @@ class StageBuilder {
   const CommunicatorSlots& slots_;
   std::vector<std::string>& unit_names_;
   std::unordered_map<uint64_t, uint32_t> names_;
+  // A lookup per op, of a few hundred names used over and over: the last one found in each of
+  // 64 slots is kept in front of the map. (No key is all ones: its low three bits are a phase.)
+  std::array<std::pair<uint64_t, uint32_t>, 64> recent_names_ = filled_recent_names();
+  static std::array<std::pair<uint64_t, uint32_t>, 64> filled_recent_names() {
+    std::array<std::pair<uint64_t, uint32_t>, 64> a;
+    a.fill({~uint64_t(0), 0});
+    return a;
+  }
   std::vector<OpId> pending_;
   OpId last_compute_ = kNoOp;
   int32_t mb_ = -1;
@@ -1225,6 +1238,9 @@ CompiledJob compile(const ModelSpec& m, const Strategy& strategy, int gpus,
   std::vector<std::shared_ptr<Program>> programs(s.pp);
   for (int stage = 0; stage < s.pp; ++stage) {
     programs[stage] = std::make_shared<Program>();
+    // Stages have about as many ops as the one before (copying a program of millions of ops
+    // as it grows costs more than building it).
+    if (stage > 0) programs[stage]->ops.reserve(programs[stage - 1]->ops.size() + programs[stage - 1]->ops.size() / 8);
     CommunicatorSlots stage_slots = slots;
     if (stage != 0 && stage != s.pp - 1)
       stage_slots.embedding = stage_slots.embedding_tp = stage_slots.embedding_replica = -1;

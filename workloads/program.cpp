@@ -129,7 +129,8 @@ namespace {
 
 // An op's work within what tessera represents: a value past them (an overflow upstream, NaN)
 // named with its value instead of simulated as if it were zero or negative.
-void check_work(const Job& job, const Op& op, const std::string& at) {
+template <typename Where>
+void check_work(const Job& job, const Op& op, const Where& at) {
   struct Work {
     const char* what;
     double value, most;
@@ -138,9 +139,10 @@ void check_work(const Job& job, const Op& op, const std::string& at) {
                        {"bytes", op.bytes, limits::kMaxOpBytes},
                        {"message bytes", double(op.message_bytes), limits::kMaxOpBytes}};
   for (const Work& w : work) {
+    if (w.value >= 0 && w.value <= w.most) continue;  // (what limits::problem accepts, without a string)
     const std::string problem = limits::problem(w.value, limits::non_negative(w.most));
     if (!problem.empty())
-      throw std::invalid_argument("invalid job: " + at + " '" + job.op_name(op) + "': its " + w.what + " " + problem +
+      throw std::invalid_argument("invalid job: " + at() + " '" + job.op_name(op) + "': its " + w.what + " " + problem +
                                   " (docs/limits.md)");
   }
 }
@@ -182,25 +184,26 @@ void validate(const Job& job) {
       std::vector<bool> slot_seen;
       for (size_t o = 0; o < ops.size(); ++o) {
         const Op& op = ops[o];
-        const std::string at = where + " op " + std::to_string(o);
-        if (op.stream >= job.stream_names.size()) fail(at + " uses an unnamed stream");
-        if (op.name >= job.names.size()) fail(at + " has an unknown name");
+        // (the op's place named only when something is wrong: a job has millions of ops)
+        const auto at = [&] { return where + " op " + std::to_string(o); };
+        if (op.stream >= job.stream_names.size()) fail(at() + " uses an unnamed stream");
+        if (op.name >= job.names.size()) fail(at() + " has an unknown name");
         for (OpId d : op.deps)
-          if (d >= o) fail(at + " depends on a later op " + std::to_string(d));
+          if (d >= o) fail(at() + " depends on a later op " + std::to_string(d));
         if (op.kind == OpKind::Collective) {
-          if (op.slot < 0) fail(at + " names communicator slot " + std::to_string(op.slot));
+          if (op.slot < 0) fail(at() + " names communicator slot " + std::to_string(op.slot));
           if (static_cast<size_t>(op.slot) >= slot_seen.size()) slot_seen.resize(op.slot + 1, false);
           if (!slot_seen[op.slot]) facts.collective_slots.push_back(op.slot);
           slot_seen[op.slot] = true;
           if (op.collective == CollectiveKind::AllToAllV &&
               (op.splits == 0 || op.splits > job.splits.size()))
-            fail(at + " is an all-to-all-v without a size matrix");
-          if (op.algorithm >= job.names.size()) fail(at + " names an unknown algorithm");
+            fail(at() + " is an all-to-all-v without a size matrix");
+          if (op.algorithm >= job.names.size()) fail(at() + " names an unknown algorithm");
         }
         if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
-          if (op.slot < 0) fail(at + " names peer slot " + std::to_string(op.slot));
+          if (op.slot < 0) fail(at() + " names peer slot " + std::to_string(op.slot));
           facts.max_peer_slot = std::max(facts.max_peer_slot, int(op.slot));
-          if (op.message_bytes == 0) fail(at + " moves zero bytes");
+          if (op.message_bytes == 0) fail(at() + " moves zero bytes");
         }
         check_work(job, op, at);
       }

@@ -1,34 +1,41 @@
 #include "models/gpu/program_graph.h"
 
 #include <algorithm>
-#include <unordered_map>
+#include <limits>
 
 namespace tessera::models {
 
 ProgramGraph::ProgramGraph(const workloads::Program& program) {
+  constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
   const auto& ops = program.ops;
   const size_t n = ops.size();
   waits.assign(n, 0);
-  // Edges (from -> to), deduplicated per target: the stream predecessor may also be listed.
-  std::vector<std::pair<uint32_t, uint32_t>> edges;
-  std::unordered_map<uint16_t, uint32_t> last_on_stream;
-  std::vector<uint32_t> preds;
-  for (uint32_t i = 0; i < n; ++i) {
-    preds.assign(ops[i].deps.begin(), ops[i].deps.end());
-    auto it = last_on_stream.find(ops[i].stream);
-    if (it != last_on_stream.end()) preds.push_back(it->second);
-    std::sort(preds.begin(), preds.end());
-    preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
-    for (uint32_t p : preds) edges.emplace_back(p, i);
-    waits[i] = static_cast<uint32_t>(preds.size());
-    last_on_stream[ops[i].stream] = i;
-  }
+  // Each op's predecessors, deduplicated (the stream predecessor may also be listed), in one
+  // array: the edges (from -> to) ordered by `to`.
+  std::vector<uint32_t> from;
+  from.reserve(n + n / 2);
+  std::vector<uint32_t> last_on_stream;
   successor_begin.assign(n + 1, 0);
-  for (const auto& e : edges) ++successor_begin[e.first + 1];
+  for (uint32_t i = 0; i < n; ++i) {
+    const size_t first = from.size();
+    from.insert(from.end(), ops[i].deps.begin(), ops[i].deps.end());
+    const uint16_t stream = ops[i].stream;
+    if (stream >= last_on_stream.size()) last_on_stream.resize(size_t(stream) + 1, kNone);
+    if (last_on_stream[stream] != kNone) from.push_back(last_on_stream[stream]);
+    if (from.size() - first > 1) {
+      std::sort(from.begin() + first, from.end());
+      from.erase(std::unique(from.begin() + first, from.end()), from.end());
+    }
+    waits[i] = static_cast<uint32_t>(from.size() - first);
+    for (size_t e = first; e < from.size(); ++e) ++successor_begin[from[e] + 1];
+    last_on_stream[stream] = i;
+  }
   for (size_t i = 0; i < n; ++i) successor_begin[i + 1] += successor_begin[i];
-  successors.resize(edges.size());
+  successors.resize(from.size());
   std::vector<uint32_t> fill(successor_begin.begin(), successor_begin.end() - 1);
-  for (const auto& e : edges) successors[fill[e.first]++] = e.second;
+  size_t e = 0;
+  for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t k = 0; k < waits[i]; ++k) successors[fill[from[e++]]++] = i;
 }
 
 }  // namespace tessera::models
