@@ -1221,7 +1221,6 @@ CompiledJob compile(const ModelSpec& m, const Strategy& strategy, int gpus,
   out.strategy = resolve(m, strategy, gpus);
   const ResolvedStrategy& r = out.strategy;
   const Strategy& s = r.s;
-  const Geometry q = geometry(m, r);
   Job& job = out.job;
   const Layout layout(r);
 
