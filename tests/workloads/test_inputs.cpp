@@ -15,7 +15,8 @@ namespace {
 TEST(Zoo, EveryModelLoadsWithItsSize) {
   const std::map<std::string, double> billions = {
       {"gpt3-1.3b", 1.3},   {"gpt3-13b", 12.9},   {"gpt3-175b", 174.6}, {"llama2-7b", 6.74},
-      {"llama2-70b", 69.0}, {"llama3-8b", 8.03},  {"llama3-70b", 70.6}, {"mixtral-8x7b", 46.7},
+      {"llama2-70b", 69.0}, {"llama3-8b", 8.03},  {"llama3-70b", 70.6}, {"llama3-405b", 405.8},
+      {"mixtral-8x7b", 46.7},
       {"bert-large", 0.334}, {"megatron-1t", 1008.0}};
   const std::vector<ZooEntry> zoo = list_models();
   EXPECT_GE(zoo.size(), billions.size() + 2);
