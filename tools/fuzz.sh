@@ -23,6 +23,7 @@ seeds() {
     job) ls "$root"/tests/fuzz/seeds/job.yaml ;;
     csv) ls "$root"/tests/validation/data/*.csv ;;
     calibration) ls "$root"/tests/fuzz/seeds/calibration.yaml ;;
+    kineto) ls "$root"/tests/fuzz/seeds/kineto.json ;;
   esac
 }
 
