@@ -59,11 +59,19 @@ void ring_allreduce(int gpus, uint64_t bytes, uint64_t chunk_bytes) {
               2.0 * (gpus - 1) / gpus * double(bytes) / r["simulated_s"].get<double>() / 1e9);
 }
 
+long peak_rss_mib() {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss / 1024;
+}
+
 // One all-reduce of `bytes` with `algorithm` on `nodes` nodes of `platform`, built and run by
-// the same code as `tessera collective --platform P --nodes N --algorithm A -b S -e S`.
+// the same code as `tessera collective --platform P --nodes N --algorithm A -b S -e S
+// --fidelity F`; the wall time and peak RSS cover building the platform and its routes.
 void collective_allreduce(const std::string& platform, int nodes, const std::string& algorithm,
-                          uint64_t bytes) {
+                          uint64_t bytes, tessera::platforms::Fidelity fidelity = tessera::platforms::Fidelity::Packet) {
   const nlohmann::json r = scenario([&] {
+    const auto start = std::chrono::steady_clock::now();
     tessera::protocol::set_time_resolution();  // before the platform makes an sc_time
     tessera::app::PlatformSettings settings;
     settings.platform = platform;
@@ -71,11 +79,14 @@ void collective_allreduce(const std::string& platform, int nodes, const std::str
     tessera::app::SweepSettings sweep;
     sweep.op = "allreduce";
     sweep.min_bytes = sweep.max_bytes = bytes;
+    sweep.options.fidelity = fidelity;
     if (!tessera::models::parse_algorithm(algorithm, sweep.options.collectives.algorithm))
       throw std::invalid_argument("unknown algorithm " + algorithm);
     tessera::app::SimulationResult result;
     const auto rows = tessera::app::run_sweep(tessera::app::build_platform(settings), sweep, &result);
     return nlohmann::json{{"wall_s", result.wall_s},
+                          {"command_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()},
+                          {"rss_mib", peak_rss_mib()},
                           {"transactions", result.transactions},
                           {"simulated_s", result.iteration_time_s},
                           {"busbw_gbps", rows.at(0).busbw_gbps},
@@ -83,17 +94,19 @@ void collective_allreduce(const std::string& platform, int nodes, const std::str
                                          std::to_string(rows.at(0).channels)}};
   });
   const double wall = r["wall_s"], tx = r["transactions"];
+  if (fidelity == tessera::platforms::Fidelity::Flow) {
+    std::printf("%s all-reduce %4.1f GiB on %d nodes of %s (%d GPUs), flow fidelity, %s: wall %.3f s "
+                "(%.3f s with the platform and routes), peak RSS %ld MiB, simulated %.3f ms, busbw %.1f GB/s\n",
+                algorithm.c_str(), double(bytes) / (1u << 30), nodes, platform.c_str(), nodes * 8,
+                r["choice"].get<std::string>().c_str(), wall, r["command_s"].get<double>(),
+                r["rss_mib"].get<long>(), r["simulated_s"].get<double>() * 1e3, r["busbw_gbps"].get<double>());
+    return;
+  }
   std::printf("%s all-reduce %4.1f GiB on %d nodes of %s (%d GPUs), %s: wall %.3f s, %.0f transactions, "
               "%.2f M transactions/s, simulated %.3f ms, busbw %.1f GB/s\n",
               algorithm.c_str(), double(bytes) / (1u << 30), nodes, platform.c_str(), nodes * 8,
               r["choice"].get<std::string>().c_str(), wall, tx, tx / wall / 1e6,
               r["simulated_s"].get<double>() * 1e3, r["busbw_gbps"].get<double>());
-}
-
-long peak_rss_mib() {
-  struct rusage u;
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_maxrss / 1024;
 }
 
 // Generating, routing and instantiating a dgx-h100 rail-optimized fat tree of `nodes` nodes
@@ -247,6 +260,7 @@ int main(int argc, char* argv[]) {
   if (only.empty() || only == "flow") {
     std::printf("tessera benchmark (flow mode, one core)\n");
     flow_fabric(4096, 100);
+    collective_allreduce("dgx-h100", 512, "auto", 1ull << 30, tessera::platforms::Fidelity::Flow);
   }
   return 0;
 }
