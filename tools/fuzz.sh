@@ -49,7 +49,7 @@ slow_not_hung() {
 }
 
 status=0
-for reader in platform model strategy job config csv calibration; do
+for reader in platform model strategy job config csv calibration kineto; do
   corpus="$build/corpus/$reader"
   findings="$build/findings/$reader"
   mkdir -p "$corpus" "$findings"
