@@ -190,7 +190,7 @@ Trace read_trace(const std::string& path) {
   json doc;
   try {
     doc = json::parse(read_possibly_gzipped(path));
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number JSON cannot hold (1e999)
     throw InputError(path + ": not a JSON trace (" + e.what() + ")");
   }
   auto events = doc.is_object() ? doc.find("traceEvents") : doc.end();

@@ -231,6 +231,10 @@ TEST(Kineto, UnreadableTracesAreInputErrors) {
             std::string::npos);
   EXPECT_NE(import_error({write_text("other.json", "{\"events\": []}")}).find("other.json: no traceEvents"),
             std::string::npos);
+  // A number JSON cannot hold (a fuzz finding: nlohmann's out_of_range, not a parse_error).
+  EXPECT_NE(import_error({write_text("huge.json", "{\"traceEvents\": [], \"ts\": 55e555555}")})
+                .find("huge.json: not a JSON trace"),
+            std::string::npos);
   EXPECT_NE(import_error({temp_dir()}).find("cannot read (a directory)"), std::string::npos);
 }
 
