@@ -27,8 +27,9 @@ seeds() {
   esac
 }
 
-# The time one input may take before libFuzzer calls it a hang.
+# The time one input may take before libFuzzer calls it a hang; the sanitizer settings of every run.
 unit_timeout=${FUZZ_UNIT_TIMEOUT:-10}
+export ASAN_OPTIONS=detect_leaks=0:detect_stack_use_after_return=0
 
 # A timeout is a finding only if its input is slow again when run alone (with three times the
 # limit): one that then finishes in time met a stall of the machine (another process, swapping),
@@ -38,8 +39,7 @@ slow_not_hung() {
   unit=$(ls "$findings"/timeout-* 2>/dev/null | head -1)
   [ -n "$unit" ] || return 1
   [ "$(ls "$findings" | wc -l)" -eq 1 ] || return 1
-  if ASAN_OPTIONS=detect_leaks=0:detect_stack_use_after_return=0 \
-       "$build/tests/fuzz/fuzz_$reader" -timeout=$((3 * unit_timeout)) -rss_limit_mb=4096 "$unit" \
+  if "$build/tests/fuzz/fuzz_$reader" -timeout=$((3 * unit_timeout)) -rss_limit_mb=4096 "$unit" \
        >"$build/fuzz_$reader.recheck.log" 2>&1; then
     echo "  rerun of $unit alone: $(grep -o 'Executed .* in [0-9]* ms' "$build/fuzz_$reader.recheck.log")"
     mv "$unit" "$unit.not-reproduced"
@@ -56,8 +56,7 @@ for reader in platform model strategy job config csv calibration kineto; do
   for f in $(seeds $reader); do cp "$f" "$corpus/" 2>/dev/null || true; done
   echo "fuzz_$reader: ${seconds} s from $(ls "$corpus" | wc -l) inputs"
   start=$(date +%s)
-  if ! ASAN_OPTIONS=detect_leaks=0:detect_stack_use_after_return=0 \
-       "$build/tests/fuzz/fuzz_$reader" "$corpus" -max_total_time="$seconds" -seed="$seed" -timeout="$unit_timeout" -rss_limit_mb=4096 \
+  if ! "$build/tests/fuzz/fuzz_$reader" "$corpus" -max_total_time="$seconds" -seed="$seed" -timeout="$unit_timeout" -rss_limit_mb=4096 \
        -max_len=65536 -artifact_prefix="$findings/" -print_final_stats=1 >"$build/fuzz_$reader.log" 2>&1; then
     if slow_not_hung "$reader" "$findings"; then
       echo "  a unit passed the ${unit_timeout} s limit once but ran in time on its own: the machine stalled, not the reader"
