@@ -102,9 +102,35 @@ void check_analyze_settings(const AnalyzeSettings& a) {
   if (a.confirm && !a.sensitivity) throw InputError("--confirm: confirms --sensitivity; add it");
 }
 
+namespace {
+
+// The workload's parameters and the per-pass quantities the terms name.
+void print_symbols(std::ostream& out, const analytic::WorkloadSymbols& symbols) {
+  if (symbols.values.empty()) return;
+  out << "    with";
+  for (size_t k = 0; k < symbols.order.size(); ++k)
+    out << (k ? ", " : " ") << symbols.order[k] << " = " << format("%g", symbols.values.at(symbols.order[k]));
+  out << "\n    L = " << symbols.layer_passes.text() << " = " << format("%g", symbols.layer_passes.evaluate(symbols.values))
+      << "   layer passes of a stage's chunks on the path of a uniform pipeline\n";
+  if (!symbols.layer_forward_flops.empty())
+    out << "    F_f = " << symbols.layer_forward_flops.text() << " = " << format("%.4g", symbols.values.at("F_f"))
+        << " FLOP   matmul of one layer's forward, one micro-batch, one GPU\n";
+  out << "    A = " << symbols.activation_bytes.text() << " = " << format("%.4g", symbols.values.at("A"))
+      << " B   the activation buffer of a tensor-parallel collective\n";
+}
+
+std::string term_text(const analytic::SymbolicTerm& t) {
+  if (t.parameter == "latency") return "latency (" + t.what + ")";
+  const bool flops = t.work_unit == "FLOP";
+  return format("%.4g ", t.work) + t.work_unit + " / (" + format("%.4f", t.efficiency()) + " x " + t.parameter +
+         " = " + format("%g", t.parameter_value / (flops ? 1e12 : 1e9)) + (flops ? " TFLOP/s)" : " GB/s)");
+}
+
+}  // namespace
+
 void print_symbolic(std::ostream& out, const platforms::PlatformConfig& platform,
                     const platforms::RoutedTopology& topology, const workloads::Job& job,
-                    const SimulationOptions& options, const WorkloadParameters& parameters) {
+                    const SimulationOptions& options, const analytic::WorkloadSymbols& symbols) {
   analytic::AnalyticOptions a;
   a.costs.kernel_timer = options.kernel_timer;
   a.costs.collectives = options.collectives;
@@ -112,35 +138,28 @@ void print_symbolic(std::ostream& out, const platforms::PlatformConfig& platform
   a.critical_path = true;
   const analytic::AnalyticResult r = analytic::cost_iteration(platform, topology, job, a);
   if (r.deadlocked) throw InputError("the program cannot finish: " + r.deadlock);
-  const analytic::SymbolicForm form = analytic::symbolic_form(r, job, platform);
+  const analytic::SymbolicForm form = analytic::symbolic_form(r, job, platform, symbols);
   out << "tessera analyze: " << job.info.model << " on " << platform.name << " (" << platform.gpu_count() << " x "
       << platform.gpu.name << "), analytic iteration time " << format("%.3f ms", r.iteration_time_s * 1e3) << "\n";
   out << "  symbolic form: T = sum of W / (eta x X) over the critical path (" << r.critical_path.size()
       << " ops): W the work of its ops, X a named parameter, eta what they achieved of it\n";
-  if (!parameters.empty()) {
-    out << "    with";
-    for (size_t k = 0; k < parameters.size(); ++k)
-      out << (k ? ", " : " ") << parameters[k].first << " = " << format("%g", parameters[k].second);
-    out << "\n";
-  }
+  print_symbols(out, symbols);
   char line[300];
   std::snprintf(line, sizeof line, "  %-24s %-58s %14s\n", "cause", "term", "value");
   out << line;
+  double from_formulas = 0;
   for (const analytic::SymbolicTerm& t : form.terms) {
-    std::string term;
-    if (t.parameter == "latency") {
-      term = "latency (" + t.what + ")";
-    } else {
-      const bool flops = t.work_unit == "FLOP";
-      term = format("%.4g ", t.work) + t.work_unit + " / (" + format("%.4f", t.efficiency()) + " x " + t.parameter +
-             " = " + format("%g", t.parameter_value / (flops ? 1e12 : 1e9)) + (flops ? " TFLOP/s)" : " GB/s)");
-    }
-    std::snprintf(line, sizeof line, "  %-24s %-58s %11.3f ms   %s, %d ops\n", models::to_string(t.cause), term.c_str(),
-                  t.value() * 1e3, t.what.c_str(), t.ops);
+    std::snprintf(line, sizeof line, "  %-24s %-58s %11.3f ms   %s, %d ops\n", models::to_string(t.cause),
+                  term_text(t).c_str(), t.value() * 1e3, t.what.c_str(), t.ops);
     out << line;
+    if (!t.layers.empty()) out << "      W = " << t.work_text() << " " << t.work_unit << "\n";
+    const double eta = t.efficiency();
+    from_formulas += eta > 0 ? t.work_value(symbols.values) / (eta * t.parameter_value) : t.seconds;
   }
   out << "  T = " << format("%.6f ms", form.value_s * 1e3) << " (the terms evaluated; the analytic model: "
       << format("%.6f ms", r.iteration_time_s * 1e3) << ")\n";
+  if (!symbols.values.empty())
+    out << "  T = " << format("%.6f ms", from_formulas * 1e3) << " (the formulas of W evaluated with the parameters)\n";
 }
 
 int run_analyses(const AnalyzeSettings& a, const platforms::PlatformConfig& platform, const workloads::Job& job,

@@ -9,6 +9,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "analytic/symbolic.h"
 #include "platforms/platform_config.h"
 #include "platforms/routing.h"
 #include "sc_main/simulation.h"
@@ -34,13 +35,10 @@ int run_analyses(const AnalyzeSettings& a, const platforms::PlatformConfig& plat
                  const workloads::Job& job, const IterationTime& iteration,
                  const std::vector<std::string>& run_args, std::ostream& out, std::ostream& err);
 
-// Named workload parameters (b, s, h, layers, t, p, d, v, m) and their values.
-using WorkloadParameters = std::vector<std::pair<std::string, double>>;
-
 // The iteration time as a sum of terms W / (eta X) over the analytic critical path, each term
 // labelled by cause (analytic/symbolic.h), and its value against the analytic model's.
 void print_symbolic(std::ostream& out, const platforms::PlatformConfig& platform,
                     const platforms::RoutedTopology& topology, const workloads::Job& job,
-                    const SimulationOptions& options, const WorkloadParameters& parameters);
+                    const SimulationOptions& options, const analytic::WorkloadSymbols& symbols);
 
 }  // namespace tessera::app

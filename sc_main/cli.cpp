@@ -270,7 +270,7 @@ uint64_t op_count(const workloads::Job& job) {
 struct Workload {
   workloads::Job job;
   std::vector<workloads::MemoryBreakdown> memory;  // per rank; empty for a job file
-  WorkloadParameters parameters;                    // empty for a job file
+  analytic::WorkloadSymbols symbols;                // empty for a job file
 };
 
 Workload build_workload(const RunSettings& s, const po::variables_map& vm,
@@ -295,12 +295,8 @@ Workload build_workload(const RunSettings& s, const po::variables_map& vm,
   workloads::CompiledJob compiled = workloads::compile(model, strategy, p.gpu_count(), framework);
   if (!s.allow_oom) workloads::check_memory(compiled, p.gpu.hbm_capacity_gib * 1024.0 * 1024.0 * 1024.0);
   const workloads::ResolvedStrategy& r = compiled.strategy;
-  WorkloadParameters parameters = {{"b", double(r.s.micro_batch)}, {"s", double(model.seq_length)},
-                                   {"h", double(model.hidden)},    {"layers", double(model.layers)},
-                                   {"t", double(r.s.tp)},          {"p", double(r.s.pp)},
-                                   {"d", double(r.s.dp)},          {"v", double(r.s.vpp)},
-                                   {"m", double(r.micro_batches)}};
-  return {std::move(compiled.job), std::move(compiled.memory), std::move(parameters)};
+  analytic::WorkloadSymbols symbols = analytic::workload_symbols(model, r);
+  return {std::move(compiled.job), std::move(compiled.memory), std::move(symbols)};
 }
 
 // Where a run's --config file set its options ("" when there is none).
@@ -527,7 +523,7 @@ int analyze_parsed(RunSettings& s, const AnalyzeSettings& a, const po::variables
   if (a.symbolic) {
     SimulationOptions o = options;
     o.kernel_timer = make_kernel_timer(s.compute, platform, framework);
-    print_symbolic(out, platform, *topology, workload.job, o, workload.parameters);
+    print_symbolic(out, platform, *topology, workload.job, o, workload.symbols);
   }
   if (!a.sensitivity) return kOk;
   return run_analyses(a, platform, workload.job, iteration, run_arguments(args), out, err);

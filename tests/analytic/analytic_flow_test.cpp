@@ -116,6 +116,15 @@ TEST(Analyze, SymbolicFormEqualsTheAnalyticTime) {
   double terms = 0, model = 0;
   ASSERT_EQ(std::sscanf(r.out.c_str() + at, "  T = %lf ms (the terms evaluated; the analytic model: %lf ms)", &terms, &model), 2);
   EXPECT_EQ(terms, model);  // equal to the printed microsecond fraction
+  // W written in the parameters, evaluated to the same time.
+  EXPECT_NE(r.out.find("L = (m v + p - 1) (layers / (p v)) = 11 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("F_f = 24 b s h^2 / t + 4 b s^2 h / t = "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("W = L (F_f + 2 F_f) + "), std::string::npos) << r.out;
+  const auto formulas = r.out.find("  T = ", at + 1);
+  ASSERT_NE(formulas, std::string::npos) << r.out;
+  double evaluated = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str() + formulas, "  T = %lf ms (the formulas of W evaluated", &evaluated), 1);
+  EXPECT_EQ(evaluated, model);
   for (const char* cause : {"compute", "tensor_parallel", "pipeline_bubble", "optimizer"})
     EXPECT_NE(r.out.find(std::string("\n  ") + cause + " "), std::string::npos) << cause << "\n" << r.out;
 }

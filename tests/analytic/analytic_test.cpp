@@ -271,4 +271,87 @@ TEST(AnalyticSymbolic, TermsOfAParallelRunAddUpToItsTime) {
   EXPECT_EQ(r.critical_path.back().end_s, r.iteration_time_s);
 }
 
+TEST(AnalyticFormula, PrintsAsWrittenAndEvaluates) {
+  using analytic::monomial;
+  const analytic::Formula L =
+      analytic::Formula(analytic::polynomial({monomial(1, {{"m", 1}, {"v", 1}}), monomial(1, {{"p", 1}}), monomial(-1)}))
+          .times(analytic::Formula(monomial(1, {{"layers", 1}, {"p", -1}, {"v", -1}})));
+  EXPECT_EQ(L.text(), "(m v + p - 1) (layers / (p v))");
+  EXPECT_DOUBLE_EQ(L.evaluate({{"m", 8}, {"v", 2}, {"p", 4}, {"layers", 24}}), (8.0 * 2 + 4 - 1) * 24 / 8);
+  const analytic::Formula F(analytic::polynomial({monomial(24, {{"b", 1}, {"s", 1}, {"h", 2}, {"t", -1}}),
+                                                  monomial(4, {{"b", 1}, {"s", 2}, {"h", 1}, {"t", -1}})}));
+  EXPECT_EQ(F.text(), "24 b s h^2 / t + 4 b s^2 h / t");
+  EXPECT_TRUE(std::isnan(F.evaluate({{"b", 1}})));  // a symbol without a value
+  EXPECT_EQ(analytic::Formula().text(), "");
+  EXPECT_EQ(analytic::number_text(0.5), "0.5");
+}
+
+analytic::SymbolicForm symbolic_of(const workloads::ModelSpec& model, const workloads::Strategy& s,
+                                   const platforms::PlatformConfig& p, analytic::WorkloadSymbols& symbols,
+                                   double& iteration_s) {
+  const workloads::CompiledJob c = workloads::compile(model, s, p.gpu_count());
+  symbols = analytic::workload_symbols(model, c.strategy);
+  const platforms::RoutedTopology topology(p);
+  analytic::AnalyticOptions o;
+  o.critical_path = true;
+  const analytic::AnalyticResult r = analytic::cost_iteration(p, topology, c.job, o);
+  iteration_s = r.iteration_time_s;
+  return analytic::symbolic_form(r, c.job, p, symbols);
+}
+
+// W in the named parameters: a GPT pipeline's matmul work on the path is L (F_f + 2 F_f) plus
+// the logits and embedding, L = (m v + p - 1) layers / (p v); the formulas evaluated give the
+// work and, over eta X, the iteration time.
+TEST(AnalyticSymbolic, WorkIsAFormulaOfTheWorkloadParameters) {
+  platforms::PlatformConfig p = platforms::load_platform("dgx-a100");
+  p.validate();
+  for (auto [pp, vpp, schedule] : {std::tuple{4, 1, workloads::Schedule::OneFOneB},
+                                   std::tuple{2, 2, workloads::Schedule::Interleaved}}) {
+    workloads::Strategy s;
+    s.tp = 2;
+    s.pp = pp;
+    s.vpp = vpp;
+    s.schedule = schedule;
+    s.dp = 8 / (2 * pp);
+    s.global_batch = 8 * s.dp;
+    analytic::WorkloadSymbols symbols;
+    double T = 0;
+    const analytic::SymbolicForm form = symbolic_of(gpt_layers("8"), s, p, symbols, T);
+    const analytic::SymbolValues& v = symbols.values;
+    const double b = v.at("b"), sq = v.at("s"), h = v.at("h"), t = v.at("t");
+    EXPECT_DOUBLE_EQ(v.at("F_f"), (24 * b * sq * h * h + 4 * b * sq * sq * h) / t);
+    EXPECT_DOUBLE_EQ(v.at("L"), (v.at("m") * vpp + pp - 1) * 8 / (pp * vpp));
+    EXPECT_EQ(symbols.layer_forward_flops.text(), "24 b s h^2 / t + 4 b s^2 h / t");
+    double from_formulas = 0;
+    bool matmul_seen = false;
+    for (const analytic::SymbolicTerm& term : form.terms) {
+      EXPECT_NEAR(term.work_value(v), term.work, 1e-9 * term.work) << term.what;
+      const double eta = term.efficiency();
+      from_formulas += eta > 0 ? term.work_value(v) / (eta * term.parameter_value) : term.seconds;
+      if (term.work_unit != "FLOP") continue;
+      matmul_seen = true;
+      EXPECT_EQ(term.work_text().rfind("L (F_f + 2 F_f) + ", 0), 0u) << term.work_text();
+    }
+    EXPECT_TRUE(matmul_seen);
+    EXPECT_NEAR(from_formulas, T, 1e-9 * T);
+  }
+}
+
+// Grouped-query attention and SwiGLU: F_f names h_kv and f.
+TEST(AnalyticSymbolic, LayerFlopsOfALlama) {
+  const workloads::ModelSpec model = workloads::load_model("llama3-8b");
+  workloads::Strategy s;
+  s.tp = 4;
+  s.dp = 2;
+  s.global_batch = 2;
+  const workloads::ResolvedStrategy r = workloads::resolve(model, s, 8);
+  const analytic::WorkloadSymbols symbols = analytic::workload_symbols(model, r);
+  const double b = 1, sq = double(model.seq_length), h = double(model.hidden), t = 4;
+  const double h_kv = h * double(model.kv_heads) / double(model.heads), f = double(model.ffn_hidden);
+  EXPECT_DOUBLE_EQ(symbols.values.at("F_f"), (2 * b * sq * h * (2 * h + 2 * h_kv + 3 * f) + 4 * b * sq * sq * h) / t);
+  EXPECT_NE(symbols.layer_forward_flops.text().find("h_kv"), std::string::npos);
+  EXPECT_NE(symbols.layer_forward_flops.text().find(" f "), std::string::npos);
+  EXPECT_EQ(symbols.layer_passes.text(), "m layers");
+}
+
 }  // namespace
