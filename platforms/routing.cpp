@@ -18,6 +18,11 @@ using Frontier = std::vector<std::vector<uint32_t>>;  // devices by distance
 void weighted(const std::vector<std::pair<uint16_t, double>>& choices, std::vector<uint16_t>& out) {
   out.clear();
   if (choices.empty()) return;
+  // Equal bandwidths (most switches' ports): each port once.
+  if (std::all_of(choices.begin(), choices.end(), [&](const auto& c) { return c.second == choices[0].second; })) {
+    for (const auto& c : choices) out.push_back(c.first);
+    return;
+  }
   double least = choices[0].second;
   for (const auto& c : choices) least = std::min(least, c.second);
   uint32_t g = 0;
