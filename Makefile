@@ -31,10 +31,11 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 bench: build
-	@cmake --build $(BUILD) -j $(JOBS) --target tessera_bench tessera_bench_compile tessera_bench_search_space
+	@cmake --build $(BUILD) -j $(JOBS) --target tessera_bench tessera_bench_compile tessera_bench_search_space tessera_bench_scale
 	$(BUILD)/tests/bench/tessera_bench
 	$(BUILD)/tests/workloads/tessera_bench_compile
 	$(BUILD)/tests/workloads/tessera_bench_search_space
+	$(BUILD)/tests/bench/tessera_bench_scale
 
 # Every test with AddressSanitizer and UndefinedBehaviorSanitizer (not part of make test).
 test-sanitize: deps
