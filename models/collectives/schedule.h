@@ -87,6 +87,15 @@ class ScheduleBuilder {
 };
 
 uint64_t ceil_div(uint64_t a, uint64_t b);
+
+// One member's place in tree `t` of NCCL's double binary tree over `count` members
+// (src/graph/trees.cc): tree 0 the in-order binary tree, tree 1 its mirror image. Members
+// are indices 0 .. count - 1.
+struct TreeLinks {
+  int parent = -1;            // -1: the root
+  std::vector<int> children;  // at most two
+};
+TreeLinks double_binary_tree(int count, int index, int t);
 // The most bytes one chunk (one flow) carries.
 constexpr uint64_t kMaxChunkBytes = 0xffffffffu;
 
