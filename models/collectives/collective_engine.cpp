@@ -162,19 +162,21 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
         const double chunk = double(std::max<uint32_t>(1, t.steps > 1 ? t.step_chunk_bytes : t.chunk_bytes));
         const double channel = chunk / (chunk / inst.channel_rate + inst.channel_handshake_s);
         const double share = t.channels > 0 ? double(t.channels) : double(C) * double(t.bytes) / std::max(1.0, total);
-        t.rate_cap = channel * share;
+        t.rate_cap = channel * share / std::max(1u, std::min(t.chunks, ph.together));
       }
     }
   }
   // The phases each phase gates (received() pumps them), grouped by gating phase.
   inst.gated_begin.assign(phases.size() + 1, 0);
   for (const Phase& ph : phases)
-    if (ph.after >= 0) ++inst.gated_begin[size_t(ph.after) + 1];
+    for (int gate : {ph.after, ph.also_after})
+      if (gate >= 0) ++inst.gated_begin[size_t(gate) + 1];
   for (size_t k = 0; k < phases.size(); ++k) inst.gated_begin[k + 1] += inst.gated_begin[k];
   inst.gated.resize(inst.gated_begin.back());
   std::vector<uint32_t> fill(inst.gated_begin.begin(), inst.gated_begin.end() - 1);
   for (size_t k = 0; k < phases.size(); ++k)
-    if (phases[k].after >= 0) inst.gated[fill[size_t(phases[k].after)]++] = static_cast<uint32_t>(k);
+    for (int gate : {phases[k].after, phases[k].also_after})
+      if (gate >= 0) inst.gated[fill[size_t(gate)]++] = static_cast<uint32_t>(k);
   for (Phase& ph : phases) {
     if (ph.wire_factor == 0) ph.wire_factor = inst.wire_factor;
     for (const Transfer& t : ph.sends) {
@@ -203,8 +205,9 @@ void CollectiveEngine::steady_state(Instance& inst) const {
   }
   if (phases.size() < 2) return;
   Phase merged;
-  // The chunk of one step of `t` (a transfer may already stand for several steps).
-  auto step_chunk = [](const Transfer& t) { return t.steps > 1 ? t.step_chunk_bytes : t.chunk_bytes; };
+  // The chunk of one step of `t` (a transfer may already stand for several steps, or name the
+  // chunk its step forwards).
+  auto step_chunk = [](const Transfer& t) { return t.step_chunk_bytes > 0 ? t.step_chunk_bytes : t.chunk_bytes; };
   auto add = [&](std::vector<Transfer>& into, const Transfer& t) {
     for (Transfer& x : into)
       if (x.peer == t.peer && x.first_channel == t.first_channel) {
@@ -223,15 +226,29 @@ void CollectiveEngine::steady_state(Instance& inst) const {
   // A ring's chain of steps moves into the next node only every g steps (Tuner::network_steps):
   // its transfer to a member of another node stands for those steps, its transfer inside the
   // node for the others (else the flow to the next node would wait for every step's network
-  // latency).
-  const int network = inst.choice.algorithm == CollectiveAlgorithm::Ring
-                          ? Tuner::network_steps(inst.kind, CollectiveAlgorithm::Ring, shapes_[inst.communicator])
+  // latency). Hierarchical: a transfer across nodes stands for all the steps across nodes (the
+  // levels up and down the double binary tree where the outermost dimension runs one).
+  // The tree's edges join nodes under different leaf switches, where one flow per edge would
+  // take one path through the spines and meet other edges' flows there. NCCL's channels each
+  // have their own connection and packet fidelity's chunks take the uplinks in turn, so each
+  // of the tree's transfers across nodes is one flow per channel, sent together.
+  const CollectiveAlgorithm algorithm = inst.choice.algorithm;
+  const CommunicatorShape& shape = shapes_[inst.communicator];
+  const bool ring = algorithm == CollectiveAlgorithm::Ring;
+  const int network = ring || algorithm == CollectiveAlgorithm::Hierarchical
+                          ? Tuner::network_steps(inst.kind, algorithm, shape)
                           : 0;
+  const bool tree = algorithm == CollectiveAlgorithm::Hierarchical && Tuner::tree_across_nodes(inst.kind, shape);
+  if (tree) merged.together = static_cast<uint32_t>(std::max(1, inst.choice.channels));
   for (auto* list : {&merged.sends, &merged.receives})
     for (Transfer& t : *list) {
-      if (network > 0 && uint32_t(network) < t.steps)
-        t.steps = t.peer >= 0 && on_another_node(t.peer) ? uint32_t(network) : t.steps - uint32_t(network);
-      t.chunk_bytes = static_cast<uint32_t>(std::min<uint64_t>(std::max<uint64_t>(t.bytes, 1), kMaxChunkBytes));
+      const bool across = t.peer >= 0 && on_another_node(t.peer);
+      if (ring && network > 0 && uint32_t(network) < t.steps)
+        t.steps = across ? uint32_t(network) : t.steps - uint32_t(network);
+      else if (!ring && network > 0 && across)
+        t.steps = uint32_t(network);
+      const uint64_t flows = tree && across ? merged.together : 1;
+      t.chunk_bytes = static_cast<uint32_t>(std::min<uint64_t>(std::max<uint64_t>(ceil_div(t.bytes, flows), 1), kMaxChunkBytes));
       t.chunks = t.bytes == 0 ? 0 : static_cast<uint32_t>(ceil_div(t.bytes, t.chunk_bytes));
     }
   phases.assign(1, std::move(merged));
@@ -336,16 +353,19 @@ void CollectiveEngine::launch(uint64_t flow) {
 void CollectiveEngine::pump(uint64_t flow, Instance& inst, size_t k) {
   if (!inst.launched) return;
   Phase& ph = inst.phases[k];
-  const Phase* gate = ph.after >= 0 ? &inst.phases[ph.after] : nullptr;
+  // Chunk j may leave once each gating phase has received its share (j+1)/chunks.
+  auto waits_for = [&](int gate, uint32_t j) {
+    if (gate < 0) return false;
+    const Phase& g = inst.phases[size_t(gate)];
+    return g.receive_chunks > 0 && g.received < ceil_div(uint64_t(j + 1) * g.receive_chunks, ph.send_chunks);
+  };
   // Flow fidelity sends a connection's chunks one after the other: flows in flight together
-  // would share the link fairly and all finish late, where a port sends them in order.
-  const uint32_t per_connection = config_.steady_state ? 1u : std::max(1u, config_.slots);
+  // would share the link fairly and all finish late, where a port sends them in order (unless
+  // the phase spreads a transfer over several paths: Phase::together).
+  const uint32_t per_connection = config_.steady_state ? ph.together : std::max(1u, config_.slots);
   const uint64_t slots = uint64_t(per_connection) * ph.sends.size();
   while (ph.next < ph.send_chunks && ph.in_flight < slots) {
-    // Chunk j may leave once the gating phase has received its share (j+1)/chunks.
-    if (gate != nullptr && gate->receive_chunks > 0 &&
-        gate->received < ceil_div(uint64_t(ph.next + 1) * gate->receive_chunks, ph.send_chunks))
-      return;
+    if (waits_for(ph.after, ph.next) || waits_for(ph.also_after, ph.next)) return;
     // Claim chunk j first: injecting may re-enter pump() (a chunk that leaves at once frees
     // its slot from inside send_chunk).
     const uint32_t j = ph.next++;

@@ -12,6 +12,17 @@ constexpr uint64_t kFlowChunksPerTransfer = 16;
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
+TreeLinks double_binary_tree(int count, int index, int t) {
+  auto mirror = [&](int m) { return t == 0 ? m : count - 1 - m; };
+  int up, c0, c1;
+  binary_tree(count, mirror(index), up, c0, c1);
+  TreeLinks links;
+  if (up >= 0) links.parent = mirror(up);
+  for (int c : {c0, c1})
+    if (c >= 0) links.children.push_back(mirror(c));
+  return links;
+}
+
 int ScheduleBuilder::rank_at(int position) const {
   const int size = n();
   return (*call.ranks)[size_t(((position % size) + size) % size)];

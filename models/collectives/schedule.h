@@ -30,10 +30,12 @@ struct Transfer {
 struct Phase {
   std::vector<Transfer> sends, receives;
   int after = -1;            // phase whose receives gate this phase's sends
+  int also_after = -1;       // a second phase whose receives gate them too (-1: none)
   uint32_t send_chunks = 0;  // most chunks of any send
   uint64_t receive_chunks = 0, received = 0;
   uint32_t next = 0;         // next chunk index to send
   uint32_t in_flight = 0;    // chunks injected that have not left the GPU yet
+  uint32_t together = 1;     // flow fidelity: chunks of a connection in flight at once
   protocol::TransferPurpose purpose = protocol::TransferPurpose::Collective;
   const int* members = nullptr;  // in-switch reduction and multicast: the members
   uint32_t member_count = 0;
@@ -87,6 +89,15 @@ class ScheduleBuilder {
 };
 
 uint64_t ceil_div(uint64_t a, uint64_t b);
+
+// One member's place in tree `t` of NCCL's double binary tree over `count` members
+// (src/graph/trees.cc): tree 0 the in-order binary tree, tree 1 its mirror image. Members
+// are indices 0 .. count - 1.
+struct TreeLinks {
+  int parent = -1;            // -1: the root
+  std::vector<int> children;  // at most two
+};
+TreeLinks double_binary_tree(int count, int index, int t);
 // The most bytes one chunk (one flow) carries.
 constexpr uint64_t kMaxChunkBytes = 0xffffffffu;
 

@@ -66,13 +66,9 @@ void tree_schedule(ScheduleBuilder& b, int gpus_per_node) {
       if (index > 0) parent = chain_member(node, index - 1);
       if (index + 1 < size) children.push_back(chain_member(node, index + 1));
       if (index == 0) {
-        const int mirrored = t == 0 ? node : nodes - 1 - node;
-        int up, c0, c1;
-        binary_tree(nodes, mirrored, up, c0, c1);
-        auto unmirror = [&](int m) { return t == 0 ? m : nodes - 1 - m; };
-        if (up >= 0) parent = chain_member(unmirror(up), 0);
-        for (int c : {c0, c1})
-          if (c >= 0) children.push_back(chain_member(unmirror(c), 0));
+        const TreeLinks links = double_binary_tree(nodes, node, t);
+        if (links.parent >= 0) parent = chain_member(links.parent, 0);
+        for (int c : links.children) children.push_back(chain_member(c, 0));
       }
       const bool up_phase = kind != CollectiveOp::Broadcast;
       const bool down_phase = kind != CollectiveOp::Reduce;

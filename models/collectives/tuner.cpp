@@ -234,8 +234,11 @@ int Tuner::steps(CollectiveOp op, CollectiveAlgorithm a, const CommunicatorShape
     case CollectiveAlgorithm::Direct: return twice;
     case CollectiveAlgorithm::HalvingDoubling: return twice * log2i(n);
     case CollectiveAlgorithm::Hierarchical: {
+      // A ring's d - 1 steps per dimension; the tree across nodes its levels.
+      const bool tree = tree_across_nodes(op, s);
       int sum = 0;
-      for (int d : s.dimensions) sum += d - 1;
+      for (size_t i = 0; i < s.dimensions.size(); ++i)
+        sum += tree && i + 1 == s.dimensions.size() ? binary_tree_depth(s.dimensions[i]) : s.dimensions[i] - 1;
       return twice * sum;
     }
     case CollectiveAlgorithm::Nvls: return twice;
@@ -267,9 +270,11 @@ int Tuner::network_steps(CollectiveOp op, CollectiveAlgorithm a, const Communica
       return twice * remote;
     }
     case CollectiveAlgorithm::Hierarchical: {
+      const bool tree = tree_across_nodes(op, s);
       int sum = 0, stride = 1;
-      for (int d : s.dimensions) {
-        if (stride >= g) sum += d - 1;
+      for (size_t i = 0; i < s.dimensions.size(); ++i) {
+        const int d = s.dimensions[i];
+        if (stride >= g) sum += tree && i + 1 == s.dimensions.size() ? binary_tree_depth(d) : d - 1;
         stride *= d;
       }
       return twice * sum;
@@ -278,6 +283,14 @@ int Tuner::network_steps(CollectiveOp op, CollectiveAlgorithm a, const Communica
     case CollectiveAlgorithm::CollNet: return 0;
   }
   return 0;
+}
+
+bool Tuner::tree_across_nodes(CollectiveOp op, const CommunicatorShape& s) {
+  const std::vector<int>& dims = s.dimensions;
+  if (!reduces(op) || dims.size() < 2 || dims.back() < 2 || s.nodes <= 1 || s.network_nodes <= 1) return false;
+  int inner = 1;
+  for (size_t i = 0; i + 1 < dims.size(); ++i) inner *= dims[i];
+  return inner >= members_per_node(s);
 }
 
 CollectiveLoad Tuner::load(CollectiveOp op, CollectiveAlgorithm a, uint64_t bytes,
@@ -357,11 +370,17 @@ CollectiveLoad Tuner::load(CollectiveOp op, CollectiveAlgorithm a, uint64_t byte
     }
     case CollectiveAlgorithm::Hierarchical: {
       // A ring per dimension on the data left; the dimensions from a node's worth of ranks on
-      // cross the network.
+      // cross the network. The tree across nodes: the busiest member sends each tree's half of
+      // its shard over all its edges, up to three in one tree and one in the other (2 (N-1)/N
+      // of the shard on a ring, twice the shard on a tree of 4 or more nodes).
+      const bool tree = tree_across_nodes(op, s);
       double local = 0, remote = 0, data = S;
       int stride = 1;
-      for (int d : s.dimensions) {
-        (stride >= int(g) && N > 1 ? remote : local) += double(d - 1) / d * data;
+      for (size_t i = 0; i < s.dimensions.size(); ++i) {
+        const int d = s.dimensions[i];
+        const bool levels = tree && i + 1 == s.dimensions.size();
+        (stride >= int(g) && N > 1 ? remote : local) +=
+            levels ? (tree_degree(d) + 1) * data / 4 : double(d - 1) / d * data;
         data /= d;
         stride *= d;
       }
@@ -399,10 +418,11 @@ double Tuner::network_transfer(CollectiveOp op, CollectiveAlgorithm a, uint64_t 
     case CollectiveAlgorithm::Direct: return rooted ? S : S / n;
     case CollectiveAlgorithm::HalvingDoubling: return S / 2;  // the first (largest) level
     case CollectiveAlgorithm::Hierarchical: {
-      // The ring across nodes works on what the dimensions inside the node left.
+      // The ring across nodes works on what the dimensions inside the node left; each tree
+      // across nodes on half of a member's shard.
       double data = S;
       for (int d : s.dimensions) data /= d;
-      return data;
+      return tree_across_nodes(op, s) ? data * s.dimensions.back() / 2 : data;
     }
     case CollectiveAlgorithm::Nvls: return 0;
     case CollectiveAlgorithm::CollNet: return S / members_per_node(s);

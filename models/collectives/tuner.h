@@ -204,6 +204,10 @@ class Tuner {
   // network_step_us instead).
   static int steps(CollectiveOp op, CollectiveAlgorithm algorithm, const CommunicatorShape& shape);
   static int network_steps(CollectiveOp op, CollectiveAlgorithm algorithm, const CommunicatorShape& shape);
+  // Whether the hierarchical schedule runs NCCL's NVLS-tree across nodes: an all-reduce whose
+  // outermost dimension (of two or more) crosses the platform's nodes runs a double binary tree
+  // there, not a ring.
+  static bool tree_across_nodes(CollectiveOp op, const CommunicatorShape& shape);
   // Payload bytes the busiest GPU port, GPU and node send for a call of `bytes`.
   CollectiveLoad load(CollectiveOp op, CollectiveAlgorithm algorithm, uint64_t bytes,
                       const CommunicatorShape& shape) const;

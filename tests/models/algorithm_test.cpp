@@ -3,6 +3,7 @@
 // sharing between concurrent collectives and the SM share collectives take from compute.
 #include <gtest/gtest.h>
 
+#include "models/collectives/schedule.h"
 #include "models/collectives/tuner.h"
 #include "tests/support/child_process.h"
 #include "tests/support/jobs.h"
@@ -268,6 +269,53 @@ TEST(Tuner, BinaryTreesAreComplementary) {
     EXPECT_FALSE(inner && mirror_inner) << r;
   }
   EXPECT_EQ(models::binary_tree_depth(8), 3);
+}
+
+TEST(HierarchicalSchedule, AnAllReduceAcrossNodesRunsTheDoubleBinaryTreeThere) {
+  // 4 nodes of 8: the ring reduce-scatter in the node (7 phases), NCCL's NVLS-tree across the
+  // nodes on GPU i of every node, the ring all-gather back (7 phases). Rank 18 is GPU 2 of node
+  // 2: in the in-order tree over 4 nodes its parent is node 0 and its children nodes 1 and 3;
+  // in the mirror it is a leaf under node 1.
+  std::vector<int> ranks(32);
+  for (int r = 0; r < 32; ++r) ranks[size_t(r)] = r;
+  const models::CommunicatorShape shape = models::communicator_shape(ranks, 8);
+  ASSERT_TRUE(models::Tuner::tree_across_nodes(protocol::CollectiveOp::AllReduce, shape));
+  models::ScheduleCall call;
+  call.bytes = 64 << 20;
+  call.ranks = &ranks;
+  call.position = call.rank = 18;
+  call.channels = 4;
+  call.chunk_bytes = kChunk;
+  call.reduce_part = call.gather_part = true;
+  std::vector<models::Phase> phases;
+  models::ScheduleBuilder b(call, phases);
+  models::hierarchical_schedule(b, shape);
+  ASSERT_EQ(phases.size(), 7u + 4 + 7);
+  auto peers = [](const std::vector<models::Transfer>& ts) {
+    std::vector<int> out;
+    for (const models::Transfer& t : ts) out.push_back(t.peer);
+    return out;
+  };
+  const uint64_t half = (64ull << 20) / 8 / 2;
+  // Tree 0, up: inner, gated by its children's receives and its own reduce-scatter.
+  EXPECT_EQ(peers(phases[7].sends), std::vector<int>{2});
+  EXPECT_EQ(peers(phases[7].receives), (std::vector<int>{10, 26}));
+  EXPECT_EQ(phases[7].sends[0].bytes, half);
+  EXPECT_EQ(phases[7].after, 7);
+  EXPECT_EQ(phases[7].also_after, 6);
+  // Tree 0, down: forwards what its parent sends.
+  EXPECT_EQ(peers(phases[8].receives), std::vector<int>{2});
+  EXPECT_EQ(peers(phases[8].sends), (std::vector<int>{10, 26}));
+  EXPECT_EQ(phases[8].after, 8);
+  // Tree 1: a leaf, up once the reduce-scatter has its half, then the sum back down.
+  EXPECT_EQ(peers(phases[9].sends), std::vector<int>{10});
+  EXPECT_TRUE(phases[9].receives.empty());
+  EXPECT_EQ(phases[9].after, 6);
+  EXPECT_EQ(peers(phases[10].receives), std::vector<int>{10});
+  // The all-gather in the node waits for both trees' halves.
+  EXPECT_EQ(phases[11].after, 8);
+  EXPECT_EQ(phases[11].also_after, 10);
+  EXPECT_EQ(peers(phases[11].sends), std::vector<int>{19});
 }
 
 }  // namespace

@@ -71,18 +71,26 @@ double channel_term(const models::Tuner& t, CollectiveAlgorithm a, uint64_t byte
 }
 
 TEST(TunerAcrossNodes, NetworkStepsPayNcclsNetworkLatency) {
-  // Hierarchical/LL on 8 nodes of 8: 2 x (7 + 7) steps, 2 x 7 of them across nodes: 6.6 us
-  // launch + 14 x 0.6 us (NVLink) + 14 x 2.7 us (network), and the network steps' store and
-  // forward of a chunk (S/64, LL's 2 wire bytes per byte). A 1 KiB call moves next to nothing
-  // but its one channel's share of the H100's LL rate (141 GB/s over 16 channels).
+  // Hierarchical/LL on 8 nodes of 8: a ring in the node both ways (2 x 7 steps) and NCCL's
+  // NVLS-tree across the nodes, a double binary tree up and down (2 x 3 levels): 6.6 us launch
+  // + 14 x 0.6 us (NVLink) + 6 x 2.7 us (network), and the network steps' store and forward of
+  // a chunk (each tree's half of a GPU's shard, S/16; LL's 2 wire bytes per byte). A 1 KiB
+  // call moves next to nothing but its one channel's share of the H100's LL rate (141 GB/s
+  // over 16 channels).
   const models::Tuner t = tuner_for("dgx-h100", false);
   const models::CommunicatorShape s = world(8);
   EXPECT_EQ(t.fabric().network_hops, 6);
-  EXPECT_EQ(models::Tuner::steps(CollectiveOp::AllReduce, CollectiveAlgorithm::Hierarchical, s), 28);
-  EXPECT_EQ(models::Tuner::network_steps(CollectiveOp::AllReduce, CollectiveAlgorithm::Hierarchical, s), 14);
+  EXPECT_TRUE(models::Tuner::tree_across_nodes(CollectiveOp::AllReduce, s));
+  EXPECT_EQ(models::Tuner::steps(CollectiveOp::AllReduce, CollectiveAlgorithm::Hierarchical, s), 20);
+  EXPECT_EQ(models::Tuner::network_steps(CollectiveOp::AllReduce, CollectiveAlgorithm::Hierarchical, s), 6);
   EXPECT_NEAR(t.predict(CollectiveOp::AllReduce, 1 * KiB, s, CollectiveAlgorithm::Hierarchical, CollectiveProtocol::LL),
-              (6.6 + 14 * 0.6 + 14 * 2.7) * 1e-6 + store_and_forward(t, 14, KiB / 64.0, KiB, 2) +
+              (6.6 + 14 * 0.6 + 6 * 2.7) * 1e-6 + store_and_forward(t, 6, KiB / 16.0, KiB, 2) +
                   channel_term(t, CollectiveAlgorithm::Hierarchical, KiB, s), 0.1e-6);
+  // Reduce-scatter and all-gather keep their rings across nodes (NCCL's NVLS-tree is for
+  // all-reduce): 7 + 7 steps, 7 across.
+  EXPECT_FALSE(models::Tuner::tree_across_nodes(CollectiveOp::ReduceScatter, s));
+  EXPECT_EQ(models::Tuner::steps(CollectiveOp::ReduceScatter, CollectiveAlgorithm::Hierarchical, s), 14);
+  EXPECT_EQ(models::Tuner::network_steps(CollectiveOp::AllGather, CollectiveAlgorithm::Hierarchical, s), 7);
   // The double binary tree crosses the network 2 log2(8) times: 6.8 + 14 x 0.6 + 6 x 5.0 us,
   // each of the 6 with a chunk of half the data.
   EXPECT_EQ(models::Tuner::network_steps(CollectiveOp::AllReduce, CollectiveAlgorithm::Tree, s), 6);
@@ -94,12 +102,14 @@ TEST(TunerAcrossNodes, NetworkStepsPayNcclsNetworkLatency) {
 TEST(TunerAcrossNodes, LargeCallsAreBoundByTheNics) {
   // 1 GiB on 8 DGX A100, simple protocol. Every channel's ring crosses each node boundary
   // through another GPU (NCCL's rings): 2(n-1)/n S per node's 8 NICs, an eighth of it per GPU.
-  // Hierarchical sends 2(N-1)/N S/8 per GPU, 2(N-1)/N S per node; NVLink carries the 2(g-1)/g S
-  // of the rings in the node. collnet sends S/8 per GPU, S per node.
+  // Hierarchical runs a double binary tree across the nodes on each GPU's shard (S/8): the
+  // busiest GPU sends each tree's half up to four times (parent and two children in one tree,
+  // parent in the other), 2 S/8 per GPU, 2 S per node; NVLink carries the 2(g-1)/g S of the
+  // rings in the node. collnet sends S/8 per GPU, S per node.
   const models::Tuner t = tuner_for("dgx-a100", true);
   const models::FabricFacts& f = t.fabric();
   const models::CommunicatorShape s = world(8);
-  const double S = double(GiB), n = 64, N = 8, g = 8;
+  const double S = double(GiB), n = 64, g = 8;
   // The prediction less its latency terms (launch, steps, the network steps' chunk and the
   // ring's fill).
   auto bandwidth_term = [&](CollectiveAlgorithm a, double transfer) {
@@ -115,10 +125,9 @@ TEST(TunerAcrossNodes, LargeCallsAreBoundByTheNics) {
                                 2 * (n - 1) / n * S / f.node_network_bandwidth});
   EXPECT_NEAR(ring, 2 * (n - 1) / n * S / f.node_network_bandwidth, 1e-12) << "the NICs bound the ring";
   EXPECT_NEAR(bandwidth_term(CollectiveAlgorithm::Ring, S / n), ring, 0.01 * ring);
-  const double hierarchical = std::max({2 * (g - 1) / g * S / f.gpu_bandwidth,
-                                        2 * (N - 1) / N * S / g / f.gpu_network_bandwidth,
-                                        2 * (N - 1) / N * S / f.node_network_bandwidth});
-  EXPECT_NEAR(bandwidth_term(CollectiveAlgorithm::Hierarchical, S / n), hierarchical, 0.01 * hierarchical);
+  const double hierarchical = std::max({2 * (g - 1) / g * S / f.gpu_bandwidth, 2 * S / g / f.gpu_network_bandwidth,
+                                        2 * S / f.node_network_bandwidth});
+  EXPECT_NEAR(bandwidth_term(CollectiveAlgorithm::Hierarchical, S / g / 2), hierarchical, 0.01 * hierarchical);
   const double collnet = std::max({2 * (g - 1) / g * S / f.gpu_bandwidth, S / g / f.gpu_network_bandwidth,
                                    S / f.node_network_bandwidth});
   EXPECT_NEAR(bandwidth_term(CollectiveAlgorithm::CollNet, S / g), collnet, 0.01 * collnet);
@@ -139,12 +148,18 @@ TEST(TunerAcrossNodes, WithoutNvlsTheTunerRunsNcclsTreesAndRings) {
   // 128 the tree still does.
   EXPECT_EQ(choice(t, 1 * MiB, 2), CollectiveAlgorithm::Ring);
   EXPECT_EQ(choice(t, 1 * MiB, 128), CollectiveAlgorithm::Tree);
-  // Named dimensions: the hierarchical schedule is a candidate, and it wins at 4 GiB (per
-  // node 2(N-1)/N S into the network against the rings' 2(n-1)/n S).
+  // Named dimensions: the hierarchical schedule is a candidate, and it wins from 1 MiB to
+  // 1 GiB (2 log2 N network steps of its tree across nodes against the rings' 2 nodes). At
+  // 4 GiB the rings' bandwidth takes over, barely: per node 2(n-1)/n S into the network
+  // against the tree's 2 S.
   std::vector<int> ranks(64);
   std::iota(ranks.begin(), ranks.end(), 0);
   const models::CommunicatorShape named = models::communicator_shape(ranks, 8, {8, 8}, 8);
-  EXPECT_EQ(t.choose(CollectiveOp::AllReduce, 4 * GiB, named).algorithm, CollectiveAlgorithm::Hierarchical);
+  for (uint64_t bytes : {MiB, GiB})
+    EXPECT_EQ(t.choose(CollectiveOp::AllReduce, bytes, named).algorithm, CollectiveAlgorithm::Hierarchical) << bytes;
+  const double ring = t.predict(CollectiveOp::AllReduce, 4 * GiB, named, CollectiveAlgorithm::Ring, CollectiveProtocol::Simple);
+  EXPECT_NEAR(t.predict(CollectiveOp::AllReduce, 4 * GiB, named, CollectiveAlgorithm::Hierarchical, CollectiveProtocol::Simple),
+              ring, 0.01 * ring);
 }
 
 TEST(TunerAcrossNodes, WithNvlsTheHierarchicalScheduleStandsForNvlsTree) {
