@@ -219,6 +219,17 @@ int binary_tree_depth(int n) {
   return depth;
 }
 
+namespace {
+
+// Steps of the hierarchical schedule in dimension `i` of `s`: a ring's d - 1, or the levels of
+// the tree across nodes in the outermost dimension (`tree`: Tuner::tree_across_nodes).
+int hierarchical_steps(const CommunicatorShape& s, size_t i, bool tree) {
+  const int d = s.dimensions[i];
+  return tree && i + 1 == s.dimensions.size() ? binary_tree_depth(d) : d - 1;
+}
+
+}  // namespace
+
 int Tuner::steps(CollectiveOp op, CollectiveAlgorithm a, const CommunicatorShape& s) {
   const int n = s.ranks;
   if (n <= 1) return 0;
@@ -237,8 +248,7 @@ int Tuner::steps(CollectiveOp op, CollectiveAlgorithm a, const CommunicatorShape
       // A ring's d - 1 steps per dimension; the tree across nodes its levels.
       const bool tree = tree_across_nodes(op, s);
       int sum = 0;
-      for (size_t i = 0; i < s.dimensions.size(); ++i)
-        sum += tree && i + 1 == s.dimensions.size() ? binary_tree_depth(s.dimensions[i]) : s.dimensions[i] - 1;
+      for (size_t i = 0; i < s.dimensions.size(); ++i) sum += hierarchical_steps(s, i, tree);
       return twice * sum;
     }
     case CollectiveAlgorithm::Nvls: return twice;
@@ -273,9 +283,8 @@ int Tuner::network_steps(CollectiveOp op, CollectiveAlgorithm a, const Communica
       const bool tree = tree_across_nodes(op, s);
       int sum = 0, stride = 1;
       for (size_t i = 0; i < s.dimensions.size(); ++i) {
-        const int d = s.dimensions[i];
-        if (stride >= g) sum += tree && i + 1 == s.dimensions.size() ? binary_tree_depth(d) : d - 1;
-        stride *= d;
+        if (stride >= g) sum += hierarchical_steps(s, i, tree);
+        stride *= s.dimensions[i];
       }
       return twice * sum;
     }
