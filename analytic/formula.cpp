@@ -86,12 +86,6 @@ Formula Formula::times(const Formula& other) const {
   return f;
 }
 
-Formula Formula::scaled(double factor) const {
-  Formula f = *this;
-  if (!f.empty()) f.coefficient_ *= factor;
-  return f;
-}
-
 double Formula::evaluate(const SymbolValues& values) const {
   if (empty()) return 0;
   double v = coefficient_;

@@ -38,7 +38,6 @@ class Formula {
   bool empty() const { return factors_.empty(); }
   // This times `other` (the factors side by side).
   Formula times(const Formula& other) const;
-  Formula scaled(double factor) const;
   // NaN where a symbol has no value.
   double evaluate(const SymbolValues& values) const;
   std::string text() const;

@@ -248,6 +248,11 @@ double SymbolicTerm::value() const {
   return eta > 0 ? work / (eta * parameter_value) : seconds;
 }
 
+double SymbolicTerm::value(const SymbolValues& values) const {
+  const double eta = efficiency();
+  return eta > 0 ? work_value(values) / (eta * parameter_value) : seconds;
+}
+
 SymbolicForm symbolic_form(const AnalyticResult& result, const workloads::Job& job,
                            const platforms::PlatformConfig& platform, const WorkloadSymbols& symbols) {
   const Rates rates{platform, platforms::fabric_facts(platform), std::max(1, platform.node.gpus)};

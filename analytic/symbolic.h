@@ -72,6 +72,8 @@ struct SymbolicTerm {
   // W / (eta X), evaluated (equals `seconds` but for rounding); eta = W / (X seconds).
   double efficiency() const;
   double value() const;
+  // The same with W written in the named parameters (work_value) in place of W.
+  double value(const SymbolValues& values) const;
 };
 
 struct SymbolicForm {

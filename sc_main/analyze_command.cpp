@@ -110,7 +110,7 @@ void print_symbols(std::ostream& out, const analytic::WorkloadSymbols& symbols) 
   out << "    with";
   for (size_t k = 0; k < symbols.order.size(); ++k)
     out << (k ? ", " : " ") << symbols.order[k] << " = " << format("%g", symbols.values.at(symbols.order[k]));
-  out << "\n    L = " << symbols.layer_passes.text() << " = " << format("%g", symbols.layer_passes.evaluate(symbols.values))
+  out << "\n    L = " << symbols.layer_passes.text() << " = " << format("%g", symbols.values.at("L"))
       << "   layer passes of a stage's chunks on the path of a uniform pipeline\n";
   if (!symbols.layer_forward_flops.empty())
     out << "    F_f = " << symbols.layer_forward_flops.text() << " = " << format("%.4g", symbols.values.at("F_f"))
@@ -153,8 +153,7 @@ void print_symbolic(std::ostream& out, const platforms::PlatformConfig& platform
                   term_text(t).c_str(), t.value() * 1e3, t.what.c_str(), t.ops);
     out << line;
     if (!t.layers.empty()) out << "      W = " << t.work_text() << " " << t.work_unit << "\n";
-    const double eta = t.efficiency();
-    from_formulas += eta > 0 ? t.work_value(symbols.values) / (eta * t.parameter_value) : t.seconds;
+    from_formulas += t.value(symbols.values);
   }
   out << "  T = " << format("%.6f ms", form.value_s * 1e3) << " (the terms evaluated; the analytic model: "
       << format("%.6f ms", r.iteration_time_s * 1e3) << ")\n";
