@@ -204,7 +204,7 @@ class StageBuilder {
     names_.emplace(key, id);
     return id;
   }
-  OpId push(Op&& op, std::vector<OpId> deps) {
+  OpId push(Op&& op, DepList deps) {
     op.deps = std::move(deps);
     op.micro_batch = mb_;
     prog_.ops.push_back(std::move(op));
@@ -227,7 +227,7 @@ class StageBuilder {
     op.elements = static_cast<int64_t>(elements);
     op.matmul = kind == KernelKind::Gemm || kind == KernelKind::AttentionGemm ||
                 kind == KernelKind::FlashAttention;
-    last_compute_ = push(std::move(op), std::move(pending_));
+    last_compute_ = push(std::move(op), DepList(pending_.begin(), pending_.end()));
     pending_.clear();
     return last_compute_;
   }
@@ -260,7 +260,7 @@ class StageBuilder {
                  : compute(name, phase, kind, flops, unfused_bytes, elements, unfused_kernels);
   }
   OpId collective(uint32_t strm, uint32_t name, ComputePhase phase, CollectiveKind kind,
-                  double bytes, int slot, std::vector<OpId> deps) {
+                  double bytes, int slot, DepList deps) {
     Op op;
     op.kind = OpKind::Collective;
     op.stream = static_cast<uint16_t>(strm);
@@ -271,8 +271,8 @@ class StageBuilder {
     op.slot = slot;
     return push(std::move(op), std::move(deps));
   }
-  std::vector<OpId> after_compute() const {
-    return last_compute_ == kNoOp ? std::vector<OpId>{} : std::vector<OpId>{last_compute_};
+  DepList after_compute() const {
+    return last_compute_ == kNoOp ? DepList{} : DepList{last_compute_};
   }
   void block(OpId id) { pending_.push_back(id); }
 
@@ -440,7 +440,7 @@ class StageBuilder {
     return framework_.p2p_scatter_gather && q_.t > 1 && !q_.sp && !m_.is_generic();
   }
   OpId p2p(OpKind kind, int peer_slot, uint32_t tag, double bytes, uint32_t nm,
-           std::vector<OpId> deps) {
+           DepList deps) {
     Op op;
     op.kind = kind;
     op.stream = static_cast<uint16_t>(kind == OpKind::Send ? send_stream_ : recv_stream_);
@@ -462,7 +462,7 @@ class StageBuilder {
   // in program order (after the kernels before it), overlapped ones ahead of time.
   void pipeline_recv(int peer_slot, uint32_t tag, double bytes, uint32_t nm) {
     const OpId recv = p2p(OpKind::Recv, peer_slot, tag, scatter_gather() ? bytes / q_.t : bytes, nm,
-                          framework_.synchronous_p2p ? after_compute() : std::vector<OpId>{});
+                          framework_.synchronous_p2p ? after_compute() : DepList{});
     if (!scatter_gather()) return block(recv);
     block(collective(tp_stream_, job_.intern("pp.gather_slices"), ComputePhase::Other,
                      CollectiveKind::AllGather, bytes, slots_.tp, {recv}));
@@ -737,7 +737,7 @@ void StageBuilder::zero3_gather(const Unit& unit, ComputePhase ph) {
     if (params <= 0 || !dp_active(expert)) continue;
     const OpId g = collective(gather_stream_, name(unit.name_unit, expert ? "expert_param_allgather" : "param_allgather", ph),
                               ph, CollectiveKind::AllGather, params * q_.eb, dp_slot(expert),
-                              r_.s.overlap_param_gather ? std::vector<OpId>{} : after_compute());
+                              r_.s.overlap_param_gather ? DepList{} : after_compute());
     block(g);
   }
 }
@@ -817,7 +817,7 @@ void StageBuilder::build(int stage, std::vector<Chunk>& chunks) {
                                     s.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
                                     bucket.params * gb, dp_slot(bucket.expert), after_compute()));
   };
-  auto gather_bucket = [&](const Bucket& bucket, size_t index, std::vector<OpId> deps) {
+  auto gather_bucket = [&](const Bucket& bucket, size_t index, DepList deps) {
     const uint32_t nm = job_.intern("param_bucket" + std::to_string(index) +
                                     (bucket.expert ? ".expert" : "") + ".allgather");
     return collective(gather_stream_, nm, ComputePhase::Optimizer, CollectiveKind::AllGather,

@@ -14,6 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "workloads/dep_list.h"
+
 namespace tessera::workloads {
 
 enum class OpKind : uint8_t { Compute, Collective, Send, Recv, MemCopy };
@@ -85,40 +87,39 @@ struct GemmShape {
   bool valid() const { return m > 0 && n > 0 && k > 0; }
 };
 
-using OpId = uint32_t;
-
+// An op's fields are ordered by size so that none is padded: a large job has millions of ops.
 struct Op {
   OpKind kind = OpKind::Compute;
   uint16_t stream = 0;           // index into Job::stream_names
   uint32_t name = 0;             // index into Job::names (interned)
-  std::vector<OpId> deps;        // explicit dependencies (same program), any stream
+  DepList deps;                  // explicit dependencies (same program), any stream
 
   // Compute and MemCopy
   ComputePhase phase = ComputePhase::Other;
   DType dtype = DType::BF16;
+  KernelKind kernel = KernelKind::Elementwise;  // what the kernel does (compute model, report)
+  uint16_t kernels = 1;          // kernels the op launches (an unfused op launches several)
   double flops = 0.0;            // floating-point operations of the kernel
   double bytes = 0.0;            // bytes the kernel moves to/from HBM (MemCopy: bytes copied)
   GemmShape gemm;                // set for GEMM kernels
-  KernelKind kernel = KernelKind::Elementwise;  // what the kernel does (compute model, report)
-  uint16_t kernels = 1;          // kernels the op launches (an unfused op launches several)
   int64_t elements = 0;          // memory-bound kernels: elements of the main input tensor
 
   // Collective, Send and Recv
-  CollectiveKind collective = CollectiveKind::AllReduce;
   uint64_t message_bytes = 0;    // collective: the NCCL "size" (buffer bytes per rank)
   int32_t slot = -1;             // collective: communicator slot; send/recv: peer slot
   uint32_t tag = 0;              // send/recv matching tag
   uint32_t algorithm = 0;        // index into Job::names ("ring", "nvls/simple", ...); 0 = automatic
   uint32_t splits = 0;           // AllToAllV: 1 + index into Job::splits
+  CollectiveKind collective = CollectiveKind::AllReduce;
 
   // Added by the workload compiler (see docs/workloads.md):
-  // the micro-batch this op works on, -1 for once-per-iteration ops (optimizer, gradient
-  // reduction); kept out of the op name so names stay few and interned.
-  int32_t micro_batch = -1;
   // True for tensor-core work (GEMMs and the attention core's batched matmuls). Model and
   // hardware FLOPs count only these, as Megatron's formula does; element-wise kernels carry
   // their (small) FLOPs for the compute model but are not "model FLOPs".
   bool matmul = false;
+  // the micro-batch this op works on, -1 for once-per-iteration ops (optimizer, gradient
+  // reduction); kept out of the op name so names stay few and interned.
+  int32_t micro_batch = -1;
 };
 // Message sizes follow the nccl-tests convention: AllReduce and Broadcast name the buffer;
 // AllGather the gathered (output) buffer; ReduceScatter the full (input) buffer; AllToAll the

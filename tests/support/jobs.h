@@ -71,7 +71,7 @@ class ProgramBuilder {
                       std::vector<workloads::OpId> deps) {
     op.name = job_.intern(name);
     op.stream = stream(s);
-    op.deps = std::move(deps);
+    op.deps.assign(deps.begin(), deps.end());
     program_->ops.push_back(op);
     return static_cast<workloads::OpId>(program_->ops.size() - 1);
   }

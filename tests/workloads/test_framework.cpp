@@ -249,7 +249,9 @@ TEST(Framework, ScatterGatherAndSynchronousPipelineTransfers) {
     }
   EXPECT_TRUE(gathered);
   for (const Op& op : core.job.ranks[0].program->ops)
-    if (op.kind == OpKind::Send) EXPECT_EQ(op.message_bytes, uint64_t(tensor));
+    if (op.kind == OpKind::Send) {
+      EXPECT_EQ(op.message_bytes, uint64_t(tensor));
+    }
 }
 
 }  // namespace
