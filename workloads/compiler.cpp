@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "workloads/errors.h"
+#include "workloads/parallel_for.h"
 #include "workloads/schedule.h"
 
 namespace tessera::workloads {
@@ -172,11 +173,11 @@ class StageBuilder {
  public:
   StageBuilder(Job& job, Program& program, const ModelSpec& m, const ResolvedStrategy& r,
                const Framework& framework, const CommunicatorSlots& slots,
-               std::vector<std::string>& unit_names)
+               const std::vector<std::string>& unit_names)
       : job_(job), prog_(program), m_(m), r_(r), framework_(framework), q_(geometry(m, r)),
         slots_(slots), unit_names_(unit_names) {}
 
-  void build(int stage, std::vector<Chunk>& chunks);
+  void build(int stage, const std::vector<Chunk>& chunks);
 
  private:
   // ---- primitives ----
@@ -476,7 +477,7 @@ class StageBuilder {
   const Framework& framework_;
   const Geometry q_;
   const CommunicatorSlots& slots_;
-  std::vector<std::string>& unit_names_;
+  const std::vector<std::string>& unit_names_;
   std::unordered_map<uint64_t, uint32_t> names_;
   // A lookup per op, of a few hundred names used over and over: the last one found in each of
   // 64 slots is kept in front of the map. (No key is all ones: its low three bits are a phase.)
@@ -777,7 +778,7 @@ uint32_t p2p_tag(int64_t mb, int virtual_stages, int receiver_vs, bool forward) 
   return static_cast<uint32_t>((mb * virtual_stages + receiver_vs) * 2 + (forward ? 0 : 1));
 }
 
-void StageBuilder::build(int stage, std::vector<Chunk>& chunks) {
+void StageBuilder::build(int stage, const std::vector<Chunk>& chunks) {
   const Strategy& s = r_.s;
   compute_stream_ = static_cast<uint16_t>(stream("compute"));
   if (slots_.tp >= 0) tp_stream_ = stream("tp_comm");
@@ -855,7 +856,7 @@ void StageBuilder::build(int stage, std::vector<Chunk>& chunks) {
   std::vector<int64_t> forwards(chunks.size(), 0), backwards(chunks.size(), 0);
   std::vector<std::pair<const Bucket*, size_t>> deferred;
   for (const PipelineStep& step : steps) {
-    Chunk& chunk = chunks[step.chunk];
+    const Chunk& chunk = chunks[step.chunk];
     const int vs = chunk.virtual_stage;
     mb_ = step.micro_batch;
     if (step.forward) {
@@ -1215,8 +1216,61 @@ std::vector<MemoryBreakdown> memory_by_stage(const ModelSpec& m, const ResolvedS
   return stage_memory;
 }
 
+// Renumbers the names and streams of a program built with tables of its own (`local`) into
+// the job's, adding those the job does not have yet.
+void adopt_names(Job& job, const Job& local, Program& program) {
+  bool same = true;
+  std::vector<uint32_t> name_of(local.names.size());
+  for (size_t i = 0; i < local.names.size(); ++i) {
+    name_of[i] = job.intern(local.names[i]);
+    same = same && name_of[i] == i;
+  }
+  std::vector<uint16_t> stream_of(local.stream_names.size());
+  for (size_t i = 0; i < local.stream_names.size(); ++i) {
+    auto it = std::find(job.stream_names.begin(), job.stream_names.end(), local.stream_names[i]);
+    if (it == job.stream_names.end()) it = job.stream_names.insert(it, local.stream_names[i]);
+    stream_of[i] = static_cast<uint16_t>(it - job.stream_names.begin());
+    same = same && stream_of[i] == i;
+  }
+  if (same) return;
+  for (Op& op : program.ops) {
+    op.name = name_of[op.name];
+    op.stream = stream_of[op.stream];
+  }
+}
+
+// One program per pipeline stage, the stages built side by side (`threads`: 0, one per core).
+// Each stage names its ops and streams in tables of its own, merged into the job's in stage
+// order: the job's names, and the numbers its ops hold, are those of building the stages one
+// after another, whatever the number of threads.
+std::vector<std::shared_ptr<Program>> build_stage_programs(Job& job, const ModelSpec& m, const ResolvedStrategy& r,
+                                                           const Framework& framework,
+                                                           const CommunicatorSlots& slots, const StageUnits& units,
+                                                           int threads) {
+  const Strategy& s = r.s;
+  const int dp_size = s.dp * s.cp, edp_size = r.edp * s.cp * s.tp;
+  std::vector<std::shared_ptr<Program>> programs(s.pp);
+  std::vector<Job> tables(s.pp);
+  // A stage has about as many ops as the first: reserving that much saves copying a program of
+  // millions of ops as it grows.
+  auto build = [&](int stage) {
+    programs[stage] = std::make_shared<Program>();
+    if (stage > 0) programs[stage]->ops.reserve(programs[0]->ops.size() + programs[0]->ops.size() / 8);
+    CommunicatorSlots stage_slots = slots;
+    if (stage != 0 && stage != s.pp - 1)
+      stage_slots.embedding = stage_slots.embedding_tp = stage_slots.embedding_replica = -1;
+    StageBuilder builder(tables[stage], *programs[stage], m, r, framework, stage_slots, units.unit_names);
+    builder.set_group_sizes(dp_size, edp_size);
+    builder.build(stage, units.stage_chunks[stage]);
+  };
+  build(0);
+  parallel_for(s.pp - 1, [&](int i) { build(i + 1); }, threads);
+  for (int stage = 0; stage < s.pp; ++stage) adopt_names(job, tables[stage], *programs[stage]);
+  return programs;
+}
+
 CompiledJob compile(const ModelSpec& m, const Strategy& strategy, int gpus,
-                    const Framework& framework) {
+                    const Framework& framework, int threads) {
   CompiledJob out;
   out.strategy = resolve(m, strategy, gpus);
   const ResolvedStrategy& r = out.strategy;
@@ -1228,25 +1282,11 @@ CompiledJob compile(const ModelSpec& m, const Strategy& strategy, int gpus,
   const CommunicatorSlots& slots = families.slots;
   out.slots = slots;
   const std::vector<std::vector<int>>& slot_of_rank = families.slot_of_rank;
-  const int dp_size = s.dp * s.cp, edp_size = r.edp * s.cp * s.tp;
-  StageUnits units = make_stage_units(m, r);
-  std::vector<std::string>& unit_names = units.unit_names;
-  std::vector<std::vector<Chunk>>& stage_chunks = units.stage_chunks;
+  const StageUnits units = make_stage_units(m, r);
 
   // ---- one program per stage ----
-  std::vector<std::shared_ptr<Program>> programs(s.pp);
-  for (int stage = 0; stage < s.pp; ++stage) {
-    programs[stage] = std::make_shared<Program>();
-    // Stages have about as many ops as the one before (copying a program of millions of ops
-    // as it grows costs more than building it).
-    if (stage > 0) programs[stage]->ops.reserve(programs[stage - 1]->ops.size() + programs[stage - 1]->ops.size() / 8);
-    CommunicatorSlots stage_slots = slots;
-    if (stage != 0 && stage != s.pp - 1)
-      stage_slots.embedding = stage_slots.embedding_tp = stage_slots.embedding_replica = -1;
-    StageBuilder builder(job, *programs[stage], m, r, framework, stage_slots, unit_names);
-    builder.set_group_sizes(dp_size, edp_size);
-    builder.build(stage, stage_chunks[stage]);
-  }
+  const std::vector<std::shared_ptr<Program>> programs =
+      build_stage_programs(job, m, r, framework, slots, units, threads);
 
   // ---- ranks ----
   job.ranks.resize(layout.world);
@@ -1266,7 +1306,7 @@ CompiledJob compile(const ModelSpec& m, const Strategy& strategy, int gpus,
   }
 
   // ---- memory ----
-  const std::vector<MemoryBreakdown> stage_memory = memory_by_stage(m, r, stage_chunks, &out.peak_in_flight);
+  const std::vector<MemoryBreakdown> stage_memory = memory_by_stage(m, r, units.stage_chunks, &out.peak_in_flight);
   out.memory.resize(layout.world);
   for (int rank = 0; rank < layout.world; ++rank) out.memory[rank] = stage_memory[out.stage_of_rank[rank]];
 

@@ -58,9 +58,11 @@ struct CompiledJob {
 };
 
 // Compiles. gpus = 0: dp * tp * pp * cp. The framework decides which kernels are fused and
-// what per-iteration work it adds. Throws InputError on an impossible strategy.
+// what per-iteration work it adds. The pipeline stages' programs are built on `threads`
+// threads (0: one per core); the job is the same on any number. Throws InputError on an
+// impossible strategy.
 CompiledJob compile(const ModelSpec& model, const Strategy& strategy, int gpus = 0,
-                    const Framework& framework = Framework{});
+                    const Framework& framework = Framework{}, int threads = 0);
 
 // The memory one rank of each pipeline stage needs, as compile() counts it (the same code),
 // without building the programs: for searches that check thousands of strategies. Throws
