@@ -11,6 +11,7 @@
 #include "analytic/event_queue.h"
 #include "analytic/rank_classes.h"
 #include "models/gpu/program_graph.h"
+#include "workloads/parallel_for.h"
 
 namespace tessera::analytic {
 namespace {
@@ -171,7 +172,8 @@ class Walk {
     if (tracking_) ranks_[size_t(cls)].bound_by[op] = b;
   }
   std::vector<PathSegment> critical_path() const;
-  std::shared_ptr<const ProgramSummary> summarize(const workloads::Rank& rank);
+  std::shared_ptr<const ProgramSummary> summarize(const workloads::Rank& rank,
+                                                  std::shared_ptr<const models::ProgramGraph> graph);
   void kernel_done(int cls, uint32_t op, double now);
   void set_sms(int cls, int delta, double now);
   void op_done(int cls, uint32_t op, double now);
@@ -252,8 +254,11 @@ void Walk::init_rank(int cls) {
   std::unordered_map<int, uint32_t> calls;
   std::map<std::tuple<int, int, uint32_t>, uint32_t> messages;  // (kind, peer class, tag)
   s.communication.resize(s.summary->communication.size());
+  const std::vector<uint32_t>& communication = s.summary->communication;
   for (size_t k = 0; k < s.communication.size(); ++k) {
-    const uint32_t i = s.summary->communication[k];
+    // (the ops lie far apart in a program of millions: fetched a few ahead)
+    if (k + 8 < communication.size()) __builtin_prefetch(&ops[communication[k + 8]]);
+    const uint32_t i = communication[k];
     const workloads::Op& op = ops[i];
     Communication& c = s.communication[k];
     c.cause = cause(*s.rank, op);
@@ -437,11 +442,21 @@ AnalyticResult Walk::run() {
   ranks_.resize(size_t(classes_.count()));
   group_of_communicator_.assign(job_.communicators.size(), -1);
   for (const workloads::Communicator& c : job_.communicators) communicator_causes_.push_back(models::communicator_cause(c.name));
+  // The programs' dependency graphs are built side by side (they share nothing), then costed.
   std::unordered_map<const workloads::Program*, std::shared_ptr<const ProgramSummary>> summaries;
+  std::vector<const workloads::Program*> programs;
   for (int c = 0; c < classes_.count(); ++c) {
+    const workloads::Program* program = job_.ranks[size_t(classes_.representative[size_t(c)])].program.get();
+    if (summaries.emplace(program, nullptr).second) programs.push_back(program);
+  }
+  std::vector<std::shared_ptr<const models::ProgramGraph>> graphs(programs.size());
+  workloads::parallel_for(static_cast<int>(programs.size()), [&](int i) {
+    graphs[size_t(i)] = std::make_shared<models::ProgramGraph>(*programs[size_t(i)]);
+  });
+  for (int c = 0, next = 0; c < classes_.count(); ++c) {
     const workloads::Rank& rank = job_.ranks[size_t(classes_.representative[size_t(c)])];
     auto& summary = summaries[rank.program.get()];
-    if (!summary) summary = summarize(rank);
+    if (!summary) summary = summarize(rank, std::move(graphs[size_t(next++)]));
     ranks_[size_t(c)].summary = summary;
     init_rank(c);
   }
@@ -483,10 +498,11 @@ std::string Walk::describe_stuck() const {
   return out;
 }
 
-std::shared_ptr<const ProgramSummary> Walk::summarize(const workloads::Rank& rank) {
+std::shared_ptr<const ProgramSummary> Walk::summarize(const workloads::Rank& rank,
+                                                     std::shared_ptr<const models::ProgramGraph> graph_of_program) {
   const auto& ops = rank.program->ops;
   auto summary = std::make_shared<ProgramSummary>();
-  summary->graph = std::make_shared<models::ProgramGraph>(*rank.program);
+  summary->graph = std::move(graph_of_program);
   const models::ProgramGraph& graph = *summary->graph;
   summary->ops.resize(ops.size() + 1);
   summary->ops.back().successors = graph.successor_begin.back();

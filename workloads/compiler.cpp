@@ -1216,28 +1216,33 @@ std::vector<MemoryBreakdown> memory_by_stage(const ModelSpec& m, const ResolvedS
   return stage_memory;
 }
 
-// Renumbers the names and streams of a program built with tables of its own (`local`) into
-// the job's, adding those the job does not have yet.
-void adopt_names(Job& job, const Job& local, Program& program) {
-  bool same = true;
-  std::vector<uint32_t> name_of(local.names.size());
-  for (size_t i = 0; i < local.names.size(); ++i) {
-    name_of[i] = job.intern(local.names[i]);
-    same = same && name_of[i] == i;
+// How a program built with name and stream tables of its own (`local`) renumbers into the
+// job's: the job's tables gain the names it does not have yet.
+struct Renumbering {
+  std::vector<uint32_t> name_of;
+  std::vector<uint16_t> stream_of;
+  bool same = true;  // every number stays
+
+  Renumbering(Job& job, const Job& local) : name_of(local.names.size()), stream_of(local.stream_names.size()) {
+    for (size_t i = 0; i < local.names.size(); ++i) {
+      name_of[i] = job.intern(local.names[i]);
+      same = same && name_of[i] == i;
+    }
+    for (size_t i = 0; i < local.stream_names.size(); ++i) {
+      auto it = std::find(job.stream_names.begin(), job.stream_names.end(), local.stream_names[i]);
+      if (it == job.stream_names.end()) it = job.stream_names.insert(it, local.stream_names[i]);
+      stream_of[i] = static_cast<uint16_t>(it - job.stream_names.begin());
+      same = same && stream_of[i] == i;
+    }
   }
-  std::vector<uint16_t> stream_of(local.stream_names.size());
-  for (size_t i = 0; i < local.stream_names.size(); ++i) {
-    auto it = std::find(job.stream_names.begin(), job.stream_names.end(), local.stream_names[i]);
-    if (it == job.stream_names.end()) it = job.stream_names.insert(it, local.stream_names[i]);
-    stream_of[i] = static_cast<uint16_t>(it - job.stream_names.begin());
-    same = same && stream_of[i] == i;
+  void apply(Program& program) const {
+    if (same) return;
+    for (Op& op : program.ops) {
+      op.name = name_of[op.name];
+      op.stream = stream_of[op.stream];
+    }
   }
-  if (same) return;
-  for (Op& op : program.ops) {
-    op.name = name_of[op.name];
-    op.stream = stream_of[op.stream];
-  }
-}
+};
 
 // One program per pipeline stage, the stages built side by side (`threads`: 0, one per core).
 // Each stage names its ops and streams in tables of its own, merged into the job's in stage
@@ -1265,7 +1270,9 @@ std::vector<std::shared_ptr<Program>> build_stage_programs(Job& job, const Model
   };
   build(0);
   parallel_for(s.pp - 1, [&](int i) { build(i + 1); }, threads);
-  for (int stage = 0; stage < s.pp; ++stage) adopt_names(job, tables[stage], *programs[stage]);
+  std::vector<Renumbering> renumbering;
+  for (int stage = 0; stage < s.pp; ++stage) renumbering.emplace_back(job, tables[stage]);
+  parallel_for(s.pp, [&](int stage) { renumbering[stage].apply(*programs[stage]); }, threads);
   return programs;
 }
 
