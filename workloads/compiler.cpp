@@ -168,7 +168,8 @@ struct Layout {
   }
 };
 
-// Writes one pipeline stage's program.
+// Writes one pipeline stage's program; `job` holds the tables its op and stream names go in
+// (the stage's own: see build_stage_programs).
 class StageBuilder {
  public:
   StageBuilder(Job& job, Program& program, const ModelSpec& m, const ResolvedStrategy& r,
@@ -1240,6 +1241,7 @@ struct Renumbering {
     for (Op& op : program.ops) {
       op.name = name_of[op.name];
       op.stream = stream_of[op.stream];
+      if (op.algorithm != 0) op.algorithm = name_of[op.algorithm];
     }
   }
 };
