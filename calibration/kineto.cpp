@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <optional>
 #include <unordered_map>
@@ -77,9 +78,12 @@ std::optional<double> number(const json& e, const char* key) {
   return std::nullopt;
 }
 
+// An id: a whole number that an int64 holds. Anything else (1e65, "nan", 2.5) is no id, as
+// text that is not a number is: the event is then not linked by it.
 std::optional<int64_t> integer(const json& args, const char* key) {
   std::optional<double> v = number(args, key);
-  if (!v) return std::nullopt;
+  constexpr double kBeyondInt64 = 9223372036854775808.0;  // 2^63
+  if (!v || !(*v >= -kBeyondInt64 && *v < kBeyondInt64) || *v != std::floor(*v)) return std::nullopt;
   return static_cast<int64_t>(*v);
 }
 

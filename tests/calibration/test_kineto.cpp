@@ -113,6 +113,25 @@ TEST(Kineto, NewerLayoutLinksLaunchesByExternalId) {
   expect_skips(s);
 }
 
+// Ids that no int64 holds (a fuzz finding: 1e65 was converted as is) are no ids: the events
+// they would link stay unlinked, and the rest imports as before.
+TEST(Kineto, IdsBeyondInt64AreNoIds) {
+  json trace = json::parse(newer_ops(TraceBuilder()).text());
+  int changed = 0;
+  for (json& e : trace["traceEvents"]) {
+    if (e.value("cat", "") != "kernel" || !e.contains("args")) continue;
+    if (changed == 0) e["args"]["correlation"] = 1e65;
+    if (changed == 1) e["args"]["correlation"] = "nan";
+    if (changed == 2) e["args"]["correlation"] = -1e30;
+    ++changed;
+  }
+  ASSERT_EQ(changed, 9);
+  const KinetoImport got = import_kineto_traces({write_text("huge_ids.json", trace.dump())});
+  ASSERT_EQ(got.traces.size(), 1u);
+  EXPECT_EQ(got.traces[0].activities, 11);
+  EXPECT_EQ(got.traces[0].imported_kernels, 4);  // 7, less the three kernels without an id
+}
+
 TEST(Kineto, OlderLayoutLinksLaunchesByTimeNesting) {
   const std::string path = write_text("older.json", newer_ops(TraceBuilder("NVIDIA A100-SXM4-80GB", false)).text());
   const KinetoImport got = import_kineto_traces({path});
