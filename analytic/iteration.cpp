@@ -442,22 +442,26 @@ AnalyticResult Walk::run() {
   ranks_.resize(size_t(classes_.count()));
   group_of_communicator_.assign(job_.communicators.size(), -1);
   for (const workloads::Communicator& c : job_.communicators) communicator_causes_.push_back(models::communicator_cause(c.name));
-  // The programs' dependency graphs are built side by side (they share nothing), then costed.
-  std::unordered_map<const workloads::Program*, std::shared_ptr<const ProgramSummary>> summaries;
+  // Each distinct program once: its dependency graph built side by side with the others' (they
+  // share nothing), then its summary, shared by the classes that run it.
+  std::unordered_map<const workloads::Program*, size_t> index;  // program -> its place below
   std::vector<const workloads::Program*> programs;
+  std::vector<size_t> program_of_class(size_t(classes_.count()));
   for (int c = 0; c < classes_.count(); ++c) {
     const workloads::Program* program = job_.ranks[size_t(classes_.representative[size_t(c)])].program.get();
-    if (summaries.emplace(program, nullptr).second) programs.push_back(program);
+    const auto [it, added] = index.emplace(program, programs.size());
+    if (added) programs.push_back(program);
+    program_of_class[size_t(c)] = it->second;
   }
   std::vector<std::shared_ptr<const models::ProgramGraph>> graphs(programs.size());
   workloads::parallel_for(static_cast<int>(programs.size()), [&](int i) {
     graphs[size_t(i)] = std::make_shared<models::ProgramGraph>(*programs[size_t(i)]);
   });
-  for (int c = 0, next = 0; c < classes_.count(); ++c) {
-    const workloads::Rank& rank = job_.ranks[size_t(classes_.representative[size_t(c)])];
-    auto& summary = summaries[rank.program.get()];
-    if (!summary) summary = summarize(rank, std::move(graphs[size_t(next++)]));
-    ranks_[size_t(c)].summary = summary;
+  std::vector<std::shared_ptr<const ProgramSummary>> summaries(programs.size());
+  for (int c = 0; c < classes_.count(); ++c) {
+    const size_t p = program_of_class[size_t(c)];
+    if (!summaries[p]) summaries[p] = summarize(job_.ranks[size_t(classes_.representative[size_t(c)])], graphs[p]);
+    ranks_[size_t(c)].summary = summaries[p];
     init_rank(c);
   }
   while (!events_.empty()) {

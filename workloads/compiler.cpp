@@ -182,12 +182,7 @@ class StageBuilder {
 
  private:
   // ---- primitives ----
-  uint32_t stream(const char* name) {
-    for (size_t i = 0; i < job_.stream_names.size(); ++i)
-      if (job_.stream_names[i] == name) return static_cast<uint32_t>(i);
-    job_.stream_names.push_back(name);
-    return static_cast<uint32_t>(job_.stream_names.size() - 1);
-  }
+  uint32_t stream(const char* name) { return job_.intern_stream(name); }
   // Interned "<unit>.<base>.<phase>" names, built once per (unit, base, phase).
   uint32_t name(uint32_t unit, const char* base, ComputePhase phase) {
     const uint64_t key = (uint64_t(unit) << 40) ^ (uint64_t(reinterpret_cast<uintptr_t>(base)) << 3) ^
@@ -1230,9 +1225,7 @@ struct Renumbering {
       same = same && name_of[i] == i;
     }
     for (size_t i = 0; i < local.stream_names.size(); ++i) {
-      auto it = std::find(job.stream_names.begin(), job.stream_names.end(), local.stream_names[i]);
-      if (it == job.stream_names.end()) it = job.stream_names.insert(it, local.stream_names[i]);
-      stream_of[i] = static_cast<uint16_t>(it - job.stream_names.begin());
+      stream_of[i] = job.intern_stream(local.stream_names[i]);
       same = same && stream_of[i] == i;
     }
   }

@@ -125,6 +125,12 @@ uint32_t Job::intern(const std::string& name) {
   return id;
 }
 
+uint16_t Job::intern_stream(const std::string& name) {
+  auto it = std::find(stream_names.begin(), stream_names.end(), name);
+  if (it == stream_names.end()) it = stream_names.insert(it, name);
+  return static_cast<uint16_t>(it - stream_names.begin());
+}
+
 namespace {
 
 // An op's work within what tessera represents: a value past them (an overflow upstream, NaN)

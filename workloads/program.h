@@ -161,6 +161,8 @@ struct Job {
   std::vector<std::vector<uint64_t>> splits;
 
   uint32_t intern(const std::string& name);
+  // The index of the stream of that name, which is added if the job has none (a job has a few).
+  uint16_t intern_stream(const std::string& name);
   const std::string& op_name(const Op& op) const { return names[op.name]; }
 
  private:

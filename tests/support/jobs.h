@@ -22,12 +22,7 @@ class ProgramBuilder {
     rank_.rank = rank;
     program_ = std::make_shared<workloads::Program>();
   }
-  uint16_t stream(const std::string& name) {
-    for (size_t i = 0; i < job_.stream_names.size(); ++i)
-      if (job_.stream_names[i] == name) return static_cast<uint16_t>(i);
-    job_.stream_names.push_back(name);
-    return static_cast<uint16_t>(job_.stream_names.size() - 1);
-  }
+  uint16_t stream(const std::string& name) { return job_.intern_stream(name); }
   workloads::OpId compute(const std::string& name, const std::string& s, double flops,
                           double bytes, std::vector<workloads::OpId> deps = {}) {
     workloads::Op op;
