@@ -237,9 +237,7 @@ workloads::Job load_job_file(const std::string& path) {
                       "' (gemm, attention_gemm, flash_attention, norm, softmax, dropout, activation, "
                       "bias, residual, rotary, embedding, cross_entropy, moe_routing, optimizer, "
                       "framework, elementwise)");
-        op.matmul = op.kernel == workloads::KernelKind::Gemm ||
-                    op.kernel == workloads::KernelKind::AttentionGemm ||
-                    op.kernel == workloads::KernelKind::FlashAttention;
+        op.matmul = workloads::is_matmul(op.kernel);
       } else if (kind == "send" || kind == "recv") {
         op.kind = kind == "send" ? OpKind::Send : OpKind::Recv;
         if (!o["peer"]) in.fail(o, ok + ".peer", "is missing");

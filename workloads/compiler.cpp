@@ -222,8 +222,7 @@ class StageBuilder {
     op.kernel = kind;
     op.kernels = static_cast<uint16_t>(kernels);
     op.elements = static_cast<int64_t>(elements);
-    op.matmul = kind == KernelKind::Gemm || kind == KernelKind::AttentionGemm ||
-                kind == KernelKind::FlashAttention;
+    op.matmul = is_matmul(kind);
     last_compute_ = push(std::move(op), DepList(pending_.begin(), pending_.end()));
     pending_.clear();
     return last_compute_;

@@ -76,6 +76,10 @@ uint32_t dtype_bytes(DType dtype);
 bool parse_dtype(const std::string& name, DType& out);
 bool parse_collective_kind(const std::string& name, CollectiveKind& out);
 const char* to_string(KernelKind kind);  // "gemm", "attention_gemm", ..., "elementwise"
+// Tensor-core work (GEMMs and the attention core's matmuls): what Op::matmul marks.
+inline bool is_matmul(KernelKind kind) {
+  return kind == KernelKind::Gemm || kind == KernelKind::AttentionGemm || kind == KernelKind::FlashAttention;
+}
 bool parse_kernel_kind(const std::string& name, KernelKind& out);
 
 // Optional GEMM shape of a compute op (m x k times k x n).
