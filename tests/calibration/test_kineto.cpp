@@ -325,6 +325,30 @@ TEST(KinetoMegatron, EightRanksAverageTogether) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// A GPT layer's forward and backward on one H100 (newer layout: launches carry the External id
+// of their cpu op), recorded by tools/measure_gpu.py.
+
+const std::string kHopperLayer = std::string(TESSERA_CALIBRATION_DATA) + "/gpt_layer_h100/layer.json.gz";
+
+TEST(KinetoHopper, GptLayerOnH100ImportsItsGemmsByExternalId) {
+  const KinetoImport got = import_kineto_traces({kHopperLayer});
+  print(got);
+  const KernelTable& t = got.table;
+  EXPECT_EQ(t.gpu(), "H100-SXM5-80GB");
+  const DType b = DType::BF16;
+  const int64_t tokens = 4 * 2048, hidden = 4096;
+  // Five steps: the forward GEMMs (QKV, fc1) and their data and weight gradients.
+  expect_mean(t, gemm_key(KernelKind::Gemm, 1, tokens, 3 * hidden, hidden, b), 1015.590, 5);
+  expect_mean(t, gemm_key(KernelKind::Gemm, 1, tokens, hidden, 3 * hidden, b), 965.547, 5);
+  expect_mean(t, gemm_key(KernelKind::Gemm, 1, 3 * hidden, hidden, tokens, b), 991.832, 5);
+  expect_mean(t, gemm_key(KernelKind::Gemm, 1, tokens, 4 * hidden, hidden, b), 1353.015, 10);
+  expect_mean(t, elements_key(KernelKind::Norm, tokens * hidden, b), 114.798, 20);
+  const TraceSummary& s = got.traces[0];
+  EXPECT_EQ(s.linked_by_external_id, 240);
+  EXPECT_EQ(s.linked_by_nesting, 0);
+}
+
+// ---------------------------------------------------------------------------------------------
 // The real DLRM trace (older layout) was recorded on V100s, which tessera does not model.
 
 const std::string kDlrm = std::string(TESSERA_CALIBRATION_DATA) + "/dlrm_v100/worker0_step_12.json.gz";
