@@ -124,8 +124,8 @@ TEST(ComputeModelMeasured, H100ModelAgainstTheGemmsOfAProfiledLayer) {
   int gemms = 0;
   for (const MeasuredKernel& k : got.table.kernels()) {
     if (k.key.kind != KernelKind::Gemm) continue;
-    const double modelled = model.gemm().seconds(k.key.batch, k.key.m, k.key.n, k.key.k, 2,
-                                                 model.peak_flops(k.key.dtype));
+    const double modelled = model.gemm().seconds(k.key.batch, k.key.m, k.key.n, k.key.k,
+                                                 workloads::dtype_bytes(k.key.dtype), model.peak_flops(k.key.dtype));
     EXPECT_LE(std::abs(modelled - k.seconds) / k.seconds, 0.12) << k.key.shape();
     ++gemms;
   }
