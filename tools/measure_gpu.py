@@ -138,7 +138,7 @@ def gemm_fp8(rec, m, n, k):
                      "torch._scaled_mm back-to-back period")
 
 
-def memory_kernel(rec, kind, fn, nbytes, dtype, elements, source):
+def memory_kernel(rec, kind, fn, nbytes, dtype, elements):
     try:
         res = time_calls(fn)
     except Exception as e:  # one kernel's failure leaves the others measured
@@ -153,10 +153,9 @@ def memory_kernels(rec, quick):
     a = torch.empty(n, device="cuda")
     b = torch.rand(n, device="cuda")
     c = torch.rand(n, device="cuda")
-    tbps = memory_kernel(rec, "stream_triad", lambda: torch.add(b, c, alpha=3.0, out=a), 3 * 4 * n, "fp32", n,
-                         "torch.add(b, c, alpha, out=a)")
+    tbps = memory_kernel(rec, "stream_triad", lambda: torch.add(b, c, alpha=3.0, out=a), 3 * 4 * n, "fp32", n)
     rec.measured_row("hbm_stream_triad", "", "", "", "", tbps, "TB/s", "torch.add(b; c; alpha; out=a) 3 x 1 GiB fp32")
-    memory_kernel(rec, "stream_copy", lambda: a.copy_(b), 2 * 4 * n, "fp32", n, "copy_")
+    memory_kernel(rec, "stream_copy", lambda: a.copy_(b), 2 * 4 * n, "fp32", n)
     del a, b, c
     for dtype in ("fp16", "bf16"):
         t = DTYPES[dtype]
@@ -166,38 +165,37 @@ def memory_kernels(rec, quick):
             w = torch.ones(hidden, device="cuda", dtype=t)
             eb = x.element_size()
             nel = tokens * hidden
-            memory_kernel(rec, "norm", lambda: F.layer_norm(x, (hidden,), w, w), 2 * nel * eb, dtype, nel,
-                          "F.layer_norm")
-            memory_kernel(rec, "residual", lambda: torch.add(x, y), 3 * nel * eb, dtype, nel, "torch.add")
+            memory_kernel(rec, "norm", lambda: F.layer_norm(x, (hidden,), w, w), 2 * nel * eb, dtype, nel)
+            memory_kernel(rec, "residual", lambda: torch.add(x, y), 3 * nel * eb, dtype, nel)
             xr = x.detach().requires_grad_(True)
             wr = w.detach().requires_grad_(True)
             yn = F.layer_norm(xr, (hidden,), wr, wr)
             memory_kernel(rec, "norm_backward",
                           lambda: torch.autograd.grad(yn, (xr, wr), y, retain_graph=True),
-                          3 * nel * eb, dtype, nel, "layer_norm backward")
+                          3 * nel * eb, dtype, nel)
             del x, y, xr, yn
         for rows, cols in ((8192, 1536), (8192, 12288)):
             x = torch.randn(rows, cols, device="cuda", dtype=t)
             bias = torch.randn(cols, device="cuda", dtype=t)
             memory_kernel(rec, "bias", lambda: torch.add(x, bias), 2 * rows * cols * x.element_size(), dtype,
-                          rows * cols, "torch.add(x, bias)")
+                          rows * cols)
             del x
         for batch, s in ((32, 2048), (64, 2048)) if not quick else ((32, 2048),):
             x = torch.randn(batch, s, s, device="cuda", dtype=t)
             eb = x.element_size()
             memory_kernel(rec, "softmax", lambda: torch.softmax(x, dim=-1), 2 * batch * s * s * eb, dtype,
-                          batch * s * s, "torch.softmax")
+                          batch * s * s)
             mask = torch.ones(s, s, device="cuda", dtype=torch.bool).triu(1)
             memory_kernel(rec, "softmax_masked", lambda: torch.softmax(x.masked_fill(mask, -1e4), dim=-1),
-                          4 * batch * s * s * eb, dtype, batch * s * s, "masked_fill + softmax")
+                          4 * batch * s * s * eb, dtype, batch * s * s)
             del x
         x = torch.randn(8192, 4 * 4096, device="cuda", dtype=t)
         memory_kernel(rec, "gelu", lambda: F.gelu(x, approximate="tanh"), 2 * x.numel() * x.element_size(), dtype,
-                      x.numel(), "F.gelu(tanh)")
+                      x.numel())
         del x
 
 
-def attention(rec, quick):
+def attention(rec):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     backends = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)]
     for dtype in ("fp16", "bf16"):
@@ -295,7 +293,7 @@ def launch_gaps(rec):
     print(f"host time per eager launch: {host_us:.2f} us", flush=True)
 
 
-def layer_trace(out, quick):
+def layer_trace(out):
     """A GPT layer (hidden 4096, 32 heads, micro-batch 4, sequence 2048, bf16) forward and backward."""
     b, s, h, heads = 4, 2048, 4096, 32
     t = torch.bfloat16
@@ -360,7 +358,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpu", required=True, help="the tessera GPU type name written in measured.csv")
     parser.add_argument("--out", required=True, help="the folder to write into")
-    parser.add_argument("--quick", action="store_true", help="a few shapes of each section only")
+    parser.add_argument("--quick", action="store_true", help="fewer GEMM and memory-bound shapes")
     parser.add_argument("--sections", default="launch,memory,gemm,attention,layer")
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -369,8 +367,8 @@ def main():
     describe_device(args.out)
     rec = Recorder(args.gpu, args.out)
     sections = {"launch": lambda: launch_gaps(rec), "memory": lambda: memory_kernels(rec, args.quick),
-                "gemm": lambda: gemms(rec, args.quick), "attention": lambda: attention(rec, args.quick),
-                "layer": lambda: layer_trace(args.out, args.quick)}
+                "gemm": lambda: gemms(rec, args.quick), "attention": lambda: attention(rec),
+                "layer": lambda: layer_trace(args.out)}
     for name in args.sections.split(","):
         start = time.time()
         try:
