@@ -307,6 +307,8 @@ void PlatformConfig::validate() const {
   in_range(gpu.boost_clock_mhz, "gpu.boost_clock_mhz", limits::non_negative(10000));
   // Chunk times per ring pass: a handful at most (a pipeline deeper than 64 chunks is not a fill).
   in_range(gpu.ring_fill_chunks, "gpu.ring_fill_chunks", limits::non_negative(64));
+  // A handshake per slice: at most a millisecond (NCCL's slowest tabulated step is 28 us).
+  in_range(gpu.simple_handshake_us, "gpu.simple_handshake_us", limits::non_negative(1000));
   if (gpu.sm_count < 1) fail("gpu.sm_count", "must be at least 1, got " + std::to_string(gpu.sm_count));
   if (gpu.nvlink_ports < 0)
     fail("gpu.nvlink_ports", "must not be negative, got " + std::to_string(gpu.nvlink_ports));

@@ -96,7 +96,9 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
   const int C = std::max(1, inst.choice.channels);
   const CollectiveAlgorithm algorithm = inst.choice.algorithm;
   const ProtocolCost cost = tuner_.cost(algorithm, inst.choice.protocol);
-  inst.wire_factor = static_cast<float>(tuner_.wire_factor(algorithm, inst.choice.protocol, e.bytes, n));
+  const double handshakes =
+      config_.protocol_latencies ? tuner_.handshake_factor(algorithm, inst.choice.protocol, e.bytes, shape) : 1.0;
+  inst.wire_factor = static_cast<float>(tuner_.wire_factor(algorithm, inst.choice.protocol, e.bytes, n) * handshakes);
   if (const double rate = tuner_.channel_rate(inst.choice.protocol); rate > 0) {
     // An LL channel waits for each step's handshake before it moves the step's chunk; LL128's
     // rate is measured with its handshakes (GpuSpec::ll128_max_bandwidth_gbps).

@@ -527,6 +527,30 @@ double Tuner::wire_factor(CollectiveAlgorithm a, CollectiveProtocol p, uint64_t 
   return 1.0;
 }
 
+double Tuner::handshake_factor(CollectiveAlgorithm a, CollectiveProtocol p, uint64_t bytes,
+                               const CommunicatorShape& s) const {
+  if (p != CollectiveProtocol::Simple || fabric_.simple_handshake_s <= 0 || fabric_.gpu_bandwidth <= 0) return 1.0;
+  const uint64_t slice = simple_slice(a, bytes, s.ranks);
+  if (slice == 0) return 1.0;
+  // Each slice costs its channel the handshake: the bytes its share of the slowest way a GPU
+  // sends on (its NVLinks, or its way into the network where the call crosses it) could have
+  // moved meanwhile.
+  double rate = fabric_.gpu_bandwidth;
+  if (s.network_nodes > 1 && fabric_.gpu_network_bandwidth > 0) rate = std::min(rate, fabric_.gpu_network_bandwidth);
+  const double h = fabric_.simple_handshake_s * rate / channels(a, p, bytes, s.ranks);
+  return (double(slice) + h) / double(slice);
+}
+
+uint64_t Tuner::simple_slice(CollectiveAlgorithm a, uint64_t bytes, int ranks) const {
+  const uint64_t lanes = uint64_t(std::max(1, ranks)) * uint64_t(channels(a, CollectiveProtocol::Simple, bytes, ranks));
+  const uint64_t share = std::max<uint64_t>(1, (bytes + lanes - 1) / lanes);  // one member's, one channel's
+  if (a == CollectiveAlgorithm::Direct) return std::min(config_.p2p_chunk_bytes, share);
+  if (a != CollectiveAlgorithm::Ring) return 0;
+  // A ring's chunk is cut in two slices, none smaller than 1/32 of a full one (prims_simple.h).
+  const uint64_t chunk = std::min(config_.simple_chunk_bytes, share);
+  return std::max((chunk + 1) / 2, std::min(chunk, config_.simple_chunk_bytes / 2 / 32));
+}
+
 uint64_t Tuner::nvls_chunk(uint64_t bytes, int ranks) const {
   uint64_t chunk = std::max<uint64_t>(1, config_.nvls_chunk_bytes);
   const uint64_t concurrent = uint64_t(std::max(1, config_.nvls_channels)) * uint64_t(std::max(1, ranks));
@@ -573,6 +597,12 @@ double Tuner::ring_fill(CollectiveOp op, CollectiveAlgorithm a, CollectiveProtoc
 
 double Tuner::predict(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s,
                       CollectiveAlgorithm a, CollectiveProtocol p) const {
+  return estimate(op, bytes, s, a, p, true);
+}
+
+double Tuner::estimate(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s, CollectiveAlgorithm a,
+                       CollectiveProtocol p, bool handshakes) const {
+  const double factor = wire_factor(a, p, bytes, s.ranks) * (handshakes ? handshake_factor(a, p, bytes, s) : 1.0);
   const ProtocolCost c = cost(a, p);
   const int network = s.network_nodes > 1 || a == CollectiveAlgorithm::CollNet ? network_steps(op, a, s) : 0;
   double latency = c.launch_us + (steps(op, a, s) - network) * c.step_us + network * c.network_step_us +
@@ -581,7 +611,7 @@ double Tuner::predict(CollectiveOp op, uint64_t bytes, const CommunicatorShape& 
     // A network step waits for its first chunk to cross every hop (store and forward).
     const uint64_t transfer = static_cast<uint64_t>(network_transfer(op, a, bytes, s));
     const double chunk = double(chunk_size(transfer, config_.chunk_bytes, channels(a, p, bytes, s.ranks)));
-    latency += network * fabric_.network_hops * chunk * wire_factor(a, p, bytes, s.ranks) / fabric_.gpu_network_bandwidth * 1e6;
+    latency += network * fabric_.network_hops * chunk * factor / fabric_.gpu_network_bandwidth * 1e6;
   }
   // The phases pipeline: the busiest of NVLink, a GPU's way into the network and the node's
   // NICs sets the pace.
@@ -594,7 +624,7 @@ double Tuner::predict(CollectiveOp op, uint64_t bytes, const CommunicatorShape& 
   double wire = l.nvlink / (fabric_.gpu_bandwidth > 0 ? fabric_.gpu_bandwidth : 1e12);
   if (fabric_.gpu_network_bandwidth > 0) wire = std::max(wire, l.gpu_network / fabric_.gpu_network_bandwidth);
   if (fabric_.node_network_bandwidth > 0) wire = std::max(wire, l.node_network / fabric_.node_network_bandwidth);
-  wire *= wire_factor(a, p, bytes, s.ranks);
+  wire *= factor;
   // The channels' own rate: each moves its share of the busiest GPU's payload.
   if (const double rate = channel_rate(p); rate > 0)
     wire = std::max(wire, std::max(l.nvlink, l.gpu_network) / (channels(a, p, bytes, s.ranks) * rate));
@@ -635,7 +665,8 @@ Choice Tuner::choose(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s
       if (protocol != CollectiveProtocol::Automatic && p != protocol) continue;
       if ((a == CollectiveAlgorithm::Nvls || a == CollectiveAlgorithm::CollNet) && p != CollectiveProtocol::Simple)
         continue;
-      const double t = predict(op, bytes, s, a, p);
+      // NCCL's tuner knows no handshake per slice: its choice is made without them.
+      const double t = estimate(op, bytes, s, a, p, false);
       if (t < best_time) {
         best_time = t;
         best.algorithm = a;
@@ -645,7 +676,7 @@ Choice Tuner::choose(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s
   if (!std::isfinite(best_time))
     throw std::invalid_argument(std::string(op_name(op)) + " cannot run with protocol " +
                                 protocol_name(protocol));
-  best.predicted_s = best_time;
+  best.predicted_s = predict(op, bytes, s, best.algorithm, best.protocol);
   best.channels = channels(best.algorithm, best.protocol, bytes, s.ranks);
   return best;
 }

@@ -86,6 +86,9 @@ struct TunerConfig {
   // times ALLREDUCE_CHUNKSTEPS (NCCL_STEPS / 2) = 2 MiB; smaller calls cut it to their share
   // of a channel (device/all_reduce.h: min(chunkSize, size / (nChannels x nRanks))).
   uint64_t simple_chunk_bytes = 2 * 1024 * 1024;
+  // NCCL's point-to-point chunk over NVLink (NCCL_P2P_NVL_CHUNKSIZE, 512 KiB): all-to-all's
+  // sends and receives move in chunks of it, one handshake each.
+  uint64_t p2p_chunk_bytes = 512 * 1024;
   int max_channels = 16;          // parallel rings/trees, one SM each
   // NCCL's channel count (enqueue.cc): a channel is dropped while the call has fewer than
   // threads x threshold bytes per channel: Simple 512 threads x 64 B, LL 512 x 8 B per rank
@@ -109,6 +112,8 @@ struct FabricFacts {
   double ll128_max_bandwidth = 0;
   // Chunk times a Simple ring pass takes beyond a lossless pipeline (GpuSpec::ring_fill_chunks).
   double ring_fill_chunks = 0;
+  // Seconds a channel spends per Simple slice without moving data (GpuSpec::simple_handshake_us).
+  double simple_handshake_s = 0;
   // Across nodes (0: no network).
   int gpus_per_node = 0;                // the platform's node (0: every GPU in one node)
   double gpu_network_bandwidth = 0;     // payload bytes/s one GPU sends into the network
@@ -193,6 +198,10 @@ class Tuner {
   // Predicted time in seconds (the cost model above).
   double predict(CollectiveOp op, uint64_t bytes, const CommunicatorShape& shape,
                  CollectiveAlgorithm algorithm, CollectiveProtocol protocol) const;
+  // The same without the Simple protocol's handshakes per slice (handshakes false): NCCL's own
+  // estimate, which choose() compares, as NCCL's tuner does not know them.
+  double estimate(CollectiveOp op, uint64_t bytes, const CommunicatorShape& shape,
+                  CollectiveAlgorithm algorithm, CollectiveProtocol protocol, bool handshakes) const;
 
   // The protocol's latencies on this platform's GPUs: NCCL's (nccl_cost), their GPU side scaled
   // to the SM clock (TunerConfig::reference_clock_mhz).
@@ -220,9 +229,20 @@ class Tuner {
   // switch's efficiency at the call's chunk size.
   double wire_factor(CollectiveAlgorithm algorithm, CollectiveProtocol protocol, uint64_t bytes,
                      int ranks) const;
+  // What the Simple protocol's handshakes per slice (FabricFacts::simple_handshake_s) add to
+  // the wire of a ring or direct exchange on `shape`: 1 + the bytes the channel's share of its
+  // GPU's slowest way out (NVLink, or its network port where the call crosses nodes) could
+  // have moved during one, per slice; 1 for other algorithms and protocols.
+  double handshake_factor(CollectiveAlgorithm algorithm, CollectiveProtocol protocol, uint64_t bytes,
+                          const CommunicatorShape& shape) const;
   // NCCL's NVLS chunk for a call of `bytes` over `ranks` members: nvls_chunk_bytes, then 64 KiB
   // below 64 loops of all channels and members, 32 KiB below 8, 16 KiB below 2.
   uint64_t nvls_chunk(uint64_t bytes, int ranks) const;
+  // The bytes one channel moves between two handshakes with the Simple protocol for a call of
+  // `bytes` over `ranks` members: a ring's slice (half its chunk, ring_chunk), a direct
+  // exchange's point-to-point chunk (at most p2p_chunk_bytes); 0 for other algorithms, whose
+  // steps the model charges otherwise.
+  uint64_t simple_slice(CollectiveAlgorithm algorithm, uint64_t bytes, int ranks) const;
   // Channels a call of `bytes` over `ranks` members runs on: NVLS its fixed count, else NCCL's
   // rule for the protocol (TunerConfig), at most max_channels.
   int channels(CollectiveAlgorithm algorithm, CollectiveProtocol protocol, uint64_t bytes, int ranks) const;

@@ -35,6 +35,12 @@ struct GpuSpec {
   // NVLinks, with NCCL's chunk (Tuner::ring_chunk); calibrated from nccl-tests where it shows
   // (Ampere, whose NVLink rings read from their peer: NCCL's P2P read mode); 0: none.
   double ring_fill_chunks = 0;
+  // Microseconds a channel's SM spends on each slice of a Simple-protocol ring or point-to-point
+  // transfer without moving data: it fences the slice's stores and posts the slice's flag before
+  // it takes the next (NCCL prims_simple.h), so at mid sizes, where slices are small, the
+  // channels run well below the links; calibrated from nccl-tests where it shows (Hopper's
+  // all_gather); 0: none.
+  double simple_handshake_us = 0;
 };
 
 }  // namespace tessera::models
