@@ -222,6 +222,37 @@ TEST(TunerOnOneNode, AmpereRingsTakeTwoChunkTimesMoreThanTheirPipeline) {
   EXPECT_EQ(h100.ring_fill(CollectiveOp::AllReduce, CollectiveAlgorithm::Ring, CollectiveProtocol::Simple, 64 * MiB, node), 0.0);
 }
 
+TEST(TunerOnOneNode, HopperSimpleSlicesPayTheirHandshake) {
+  // GpuSpec::simple_handshake_us: each slice (half a ring chunk of S / (ranks x channels), at
+  // most 1 MiB; a direct exchange's chunk of at most 512 KiB) costs its channel h at its share
+  // of the GPU's NVLinks: a wire factor (s + h B / C) / s.
+  const models::Tuner h100 = tuner_for("dgx-h100", false);
+  const models::CommunicatorShape node = world(1);
+  const double B = h100.fabric().gpu_bandwidth, h = h100.fabric().simple_handshake_s;
+  ASSERT_GT(h, 0.0);
+  const int C = 16;
+  auto factor = [&](CollectiveAlgorithm a, uint64_t bytes) {
+    return h100.handshake_factor(a, CollectiveProtocol::Simple, bytes, node);
+  };
+  EXPECT_EQ(h100.simple_slice(CollectiveAlgorithm::Ring, 32 * MiB, 8), 128 * KiB);
+  EXPECT_NEAR(factor(CollectiveAlgorithm::Ring, 32 * MiB), (128.0 * KiB + h * B / C) / (128.0 * KiB), 1e-12);
+  EXPECT_EQ(h100.simple_slice(CollectiveAlgorithm::Ring, 16 * GiB, 8), 1 * MiB);
+  EXPECT_EQ(h100.simple_slice(CollectiveAlgorithm::Direct, 16 * GiB, 8), 512 * KiB);
+  EXPECT_NEAR(factor(CollectiveAlgorithm::Ring, 16 * GiB), (1.0 * MiB + h * B / C) / (1.0 * MiB), 1e-12);
+  // Other protocols and algorithms are charged otherwise; A100's file leaves it out.
+  EXPECT_EQ(h100.handshake_factor(CollectiveAlgorithm::Ring, CollectiveProtocol::LL128, 32 * MiB, node), 1.0);
+  EXPECT_EQ(factor(CollectiveAlgorithm::Nvls, 32 * MiB), 1.0);
+  EXPECT_EQ(tuner_for("dgx-a100", false).handshake_factor(CollectiveAlgorithm::Ring, CollectiveProtocol::Simple,
+                                                          32 * MiB, node), 1.0);
+  // NCCL's tuner does not know it: the choice is made without it, its prediction holds it.
+  const models::Choice c = h100.choose(CollectiveOp::AllGather, 32 * MiB, node);
+  ASSERT_EQ(c.algorithm, CollectiveAlgorithm::Ring);
+  ASSERT_EQ(c.protocol, CollectiveProtocol::Simple);
+  const double without = h100.estimate(CollectiveOp::AllGather, 32 * MiB, node, c.algorithm, c.protocol, false);
+  EXPECT_GT(c.predicted_s, without);
+  EXPECT_DOUBLE_EQ(c.predicted_s, h100.predict(CollectiveOp::AllGather, 32 * MiB, node, c.algorithm, c.protocol));
+}
+
 TEST(TunerOnOneNode, ProtocolLatenciesScaleWithTheSmClock) {
   // NCCL's latencies are Hopper's (1,980 MHz); A100 runs at 1,410 MHz.
   const models::Tuner a100 = tuner_for("dgx-a100", false), h100 = tuner_for("dgx-h100", false);
