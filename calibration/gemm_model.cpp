@@ -13,19 +13,19 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
+bool GemmModel::rows_aligned(int64_t n, int64_t k, double eb) {
+  // Rows must start on 16-byte boundaries. An odd m is no matter (H100: 4095 x 4096 x 4096 runs
+  // at the aligned rate, 4096 x 4095 x 4096 and 4096 x 4096 x 4095 on slow fallback kernels;
+  // calibration/data/measured/H100-SXM5-80GB/kernels.csv).
+  const auto row = [eb](int64_t elements) { return double(elements) * eb / 16 == std::floor(double(elements) * eb / 16); };
+  return row(n) && row(k);
+}
+
 GemmShapeFacts GemmModel::time(int64_t batch, int64_t m, int64_t n, int64_t k, double eb,
                                double peak_flops) const {
   GemmShapeFacts best;
   best.compute_s = std::numeric_limits<double>::infinity();
-  // The operands' rows are k (A and B) and n (C) elements long: cuBLAS's 16-byte vector loads
-  // need those rows to start on 16-byte boundaries. m only counts rows (H100: 4095 x 4096 x 4096
-  // runs at the aligned rate, 4096 x 4095 x 4096 and 4096 x 4096 x 4095 on slow fallback kernels;
-  // calibration/data/measured/H100-SXM5-80GB/kernels.csv).
-  const auto row_aligned = [eb](int64_t elements) {
-    return double(elements) * eb / 16 == std::floor(double(elements) * eb / 16);
-  };
-  const bool aligned = row_aligned(n) && row_aligned(k);
-  const double efficiency = p_.mainloop_efficiency * (aligned ? 1.0 : p_.unaligned_efficiency);
+  const double efficiency = p_.mainloop_efficiency * (rows_aligned(n, k, eb) ? 1.0 : p_.unaligned_efficiency);
   const double sm_flops = peak_flops / sms_ * efficiency;
   const double sm_l2 = p_.l2_bandwidth > 0 ? p_.l2_bandwidth / sms_ : 0;
   for (const auto& [tm, tn] : p_.tiles) {

@@ -49,6 +49,9 @@ class GemmModel {
   double seconds(int64_t batch, int64_t m, int64_t n, int64_t k, double element_bytes,
                  double peak_flops) const;
   const GemmParameters& parameters() const { return p_; }
+  // Whether cuBLAS's 16-byte vector loads find every operand row aligned: the rows are k (A and
+  // B) and n (C) elements long; m only counts rows.
+  static bool rows_aligned(int64_t n, int64_t k, double element_bytes);
 
  private:
   struct Shape {

@@ -1,10 +1,10 @@
 #include "calibration/measured_curve.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 
 #include "calibration/csv_table.h"
+#include "calibration/nccl_tests.h"
 #include "workloads/errors.h"
 #include "workloads/limits.h"
 
@@ -15,14 +15,6 @@ namespace {
 std::string busbw_column(const CsvTable& t) {
   if (t.has_column("ip_busbw")) return "ip_busbw";
   return t.has_column("busbw") ? "busbw" : "";
-}
-
-// "all_reduce", "AllReduce" -> "allreduce"
-std::string op_key(const std::string& name) {
-  std::string key;
-  for (char c : name)
-    if (c != '_' && c != '-') key += char(std::tolower(static_cast<unsigned char>(c)));
-  return key;
 }
 
 // The distinct values of `column`, in file order, "a, b, c".

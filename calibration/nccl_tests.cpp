@@ -1,5 +1,6 @@
 #include "calibration/nccl_tests.h"
 
+#include <cctype>
 #include <sstream>
 #include <stdexcept>
 
@@ -31,6 +32,13 @@ double bus_bandwidth_factor(const std::string& op, int n) {
   if (op == "reducescatter" || op == "allgather" || op == "alltoall") return double(n - 1) / n;
   if (op == "broadcast" || op == "reduce" || op == "sendrecv") return 1.0;
   throw std::invalid_argument("unknown collective '" + op + "'");
+}
+
+std::string op_key(const std::string& name) {
+  std::string key;
+  for (char c : name)
+    if (c != '_' && c != '-') key += char(std::tolower(static_cast<unsigned char>(c)));
+  return key;
 }
 
 }  // namespace tessera::calibration

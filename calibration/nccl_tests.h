@@ -25,4 +25,8 @@ std::vector<NcclTestsRow> parse_nccl_tests(std::istream& log);
 // (n-1)/n for reduce-scatter, all-gather and all-to-all, 1 for broadcast and reduce.
 double bus_bandwidth_factor(const std::string& op, int ranks);
 
+// An operation's name in one spelling, whatever nccl-tests or a user wrote: "all_reduce",
+// "AllReduce", "all-reduce" -> "allreduce" (the spelling bus_bandwidth_factor takes).
+std::string op_key(const std::string& name);
+
 }  // namespace tessera::calibration

@@ -52,13 +52,7 @@ uint64_t parse_size(const std::string& text, const char* option) {
   return static_cast<uint64_t>(value * scale);
 }
 
-// "all_reduce", "All-Reduce" -> "allreduce".
-std::string op_key(const std::string& name) {
-  std::string n;
-  for (char c : name)
-    if (c != '_' && c != '-') n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return n;
-}
+using calibration::op_key;
 
 // nccl-tests' sendrecv: every rank sends to rank + 1 and receives from rank - 1 at once.
 bool is_sendrecv(const std::string& name) { return op_key(name) == "sendrecv"; }

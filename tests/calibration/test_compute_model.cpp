@@ -102,8 +102,7 @@ TEST(ComputeModelMeasured, HopperGemmsAgainstTheirDeviceMeasurements) {
       DType dtype;
       ASSERT_TRUE(workloads::parse_dtype(row.dtype, dtype)) << row.describe();
       const double eb = workloads::dtype_bytes(dtype);
-      const bool aligned = std::fmod(row.n * eb, 16) == 0 && std::fmod(row.k * eb, 16) == 0;
-      if (!aligned || (dtype != DType::BF16 && dtype != DType::FP16)) continue;
+      if (!GemmModel::rows_aligned(row.n, row.k, eb) || (dtype != DType::BF16 && dtype != DType::FP16)) continue;
       const double error = std::abs(model_tflops(model, dtype, row.m, row.n, row.k) - row.tflops) / row.tflops;
       EXPECT_LE(error, 0.25) << row.describe();
       sum += error;

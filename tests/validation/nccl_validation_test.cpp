@@ -8,7 +8,6 @@
 // Where the model misses a band, the sizes are listed below as known gaps with the reason, and
 // the band is skipped after every other size in it has been checked; docs/collectives.md shows
 // the curves.
-#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -98,10 +97,9 @@ const std::map<uint64_t, double>& simulated(const Curve& c) {
 }
 
 void check_band(const Curve& c, const Band& band) {
-  std::string op = c.op;  // the factor's name: all_gather -> allgather
-  op.erase(std::remove(op.begin(), op.end(), '_'), op.end());
-  const auto measured = calibration::read_measured_curve(std::string(TESSERA_VALIDATION_DATA) + "/" + c.file,
-                                                         calibration::bus_bandwidth_factor(op, 8), {c.op, ""});
+  const auto measured = calibration::read_measured_curve(
+      std::string(TESSERA_VALIDATION_DATA) + "/" + c.file,
+      calibration::bus_bandwidth_factor(calibration::op_key(c.op), 8), {c.op, ""});
   const auto& sim = simulated(c);
   std::ostringstream gaps;
   int checked = 0;
