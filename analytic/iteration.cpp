@@ -251,7 +251,8 @@ void Walk::init_rank(int cls) {
     s.bound_by.assign(ops.size(), Binder{});
     s.end.assign(ops.size(), 0.0);
   }
-  std::unordered_map<int, uint32_t> calls;
+  std::vector<uint32_t> own_calls;
+  const std::vector<uint32_t>& calls = models::rank_calls(*s.rank, *s.summary->graph, own_calls);
   std::map<std::tuple<int, int, uint32_t>, uint32_t> messages;  // (kind, peer class, tag)
   s.communication.resize(s.summary->communication.size());
   const std::vector<uint32_t>& communication = s.summary->communication;
@@ -265,7 +266,7 @@ void Walk::init_rank(int cls) {
     if (op.kind == OpKind::Collective) {
       const int communicator = s.rank->communicators[size_t(op.slot)];
       const CollectiveCost cost = costs_.collective(*s.rank, op);
-      c.sequence = calls[communicator]++;
+      c.sequence = calls[i];
       c.peer = group(communicator);
       c.channels = static_cast<uint16_t>(std::min(cost.channels, 0xffff));
       c.seconds = cost.seconds;

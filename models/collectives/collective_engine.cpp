@@ -282,30 +282,10 @@ bool CollectiveEngine::on_another_node(int peer) const {
   return node_size > 0 && peer / node_size != rank_ / node_size;
 }
 
-uint32_t CollectiveEngine::call_number(uint32_t op, int communicator) {
-  if (!calls_numbered_) {
-    calls_numbered_ = true;
-    if (size_t(rank_) < job_.ranks.size() && job_.ranks[size_t(rank_)].program != nullptr) {
-      const workloads::Rank& rank = job_.ranks[size_t(rank_)];
-      std::vector<uint32_t> next(job_.communicators.size(), 0);
-      const auto& ops = rank.program->ops;
-      for (size_t i = 0; i < ops.size(); ++i) {
-        if (ops[i].kind != workloads::OpKind::Collective) continue;
-        const int c = rank.communicators[ops[i].slot];
-        call_ops_.push_back(static_cast<uint32_t>(i));
-        call_numbers_.push_back(next[size_t(c)]++);
-      }
-    }
-  }
-  const auto it = std::lower_bound(call_ops_.begin(), call_ops_.end(), op);
-  if (it != call_ops_.end() && *it == op) {
-    const workloads::Rank& rank = job_.ranks[size_t(rank_)];
-    if (rank.communicators[rank.program->ops[op].slot] == communicator)
-      return call_numbers_[size_t(it - call_ops_.begin())];
-  }
-  // No program holds the call: number the calls in the order they start.
+uint32_t CollectiveEngine::call_number(const protocol::CollectiveEvent& e) {
+  if (e.call != UINT32_MAX) return e.call;
   if (started_.empty()) started_.assign(job_.communicators.size(), 0);
-  return started_[size_t(communicator)]++;
+  return started_[size_t(e.communicator)]++;
 }
 
 bool CollectiveEngine::joined(int communicator, uint32_t call) const {
@@ -314,7 +294,7 @@ bool CollectiveEngine::joined(int communicator, uint32_t call) const {
 
 void CollectiveEngine::start_collective(tlm::tlm_generic_payload& call) {
   protocol::CollectiveEvent& e = protocol::collective_event(call);
-  const uint32_t sequence = call_number(e.op, e.communicator);
+  const uint32_t sequence = call_number(e);
   // Calls 0 .. joined_ - 1 have started; the others that have, out of order, wait aside.
   uint32_t& below = joined_[size_t(e.communicator)];
   if (sequence == below) {

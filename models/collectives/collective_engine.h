@@ -172,9 +172,9 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
                                      sc_core::sc_time& delay);
   void start_collective(tlm::tlm_generic_payload& call);
-  // The call number of the rank's collective op `op` on `communicator` (its place in program
-  // order); without a program holding that op, the order the calls start in.
-  uint32_t call_number(uint32_t op, int communicator);
+  // The call's number on its communicator: its place in program order, which the command
+  // processor numbered; a call it did not number, the order the calls start in.
+  uint32_t call_number(const protocol::CollectiveEvent& e);
   void launch(uint64_t flow);
   void start_send(tlm::tlm_generic_payload& call);
   void start_receive(tlm::tlm_generic_payload& call);
@@ -208,10 +208,7 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   SmObserver* sm_observer_;
   std::vector<uint32_t> joined_;  // by communicator: every call below it has started
   std::unordered_set<uint64_t> joined_ahead_;  // (communicator, call) started out of order
-  // This rank's collective ops in program order and their call numbers (built on first use).
-  std::vector<uint32_t> call_ops_, call_numbers_;
-  bool calls_numbered_ = false;
-  std::vector<uint32_t> started_;  // by communicator: calls started (when there is no program)
+  std::vector<uint32_t> started_;  // by communicator: unnumbered calls started
   std::vector<int> position_;  // this rank's position in each communicator, -1 if absent
   std::vector<CommunicatorShape> shapes_;
   std::unordered_map<int, CollNetGroups> collnet_;         // by communicator, on first use

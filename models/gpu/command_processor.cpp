@@ -50,29 +50,26 @@ void CommandProcessor::load(const workloads::Job& job, const workloads::Rank& ra
   monitor_ = monitor;
   total_ = graph_->waits.size();
   iterations_ = iterations;
-  issued_at_.assign(total_, sc_core::SC_ZERO_TIME);
   waits_ = graph_->waits;
-  state_.assign(total_, 0);
+  calls_ = &rank_calls(rank, *graph_, own_calls_);
 }
 
 void CommandProcessor::begin() {
   if (rank_ == nullptr) return;  // no program loaded
   for (uint32_t op = 0; op < total_; ++op)
-    if (waits_[op] == 0 && state_[op] == 0) issue(op);
+    if (waits_[op] == 0) issue(op);
 }
 
 void CommandProcessor::start_iteration() {
   ++iteration_;
   completed_ = 0;
   waits_ = graph_->waits;
-  std::fill(state_.begin(), state_.end(), 0);
   begin();
 }
 
 void CommandProcessor::issue(uint32_t index) {
   const workloads::Op& op = rank_->program->ops[index];
-  state_[index] = 1;
-  issued_at_[index] = sc_core::sc_time_stamp();
+  waits_[index] = kIssued;
   tlm::tlm_generic_payload* gp = pool_.acquire();
   gp->set_address(index);  // the op this transaction carries, for its completion
   protocol::InitiatorSocket<CommandProcessor>* socket = &to_compute;
@@ -92,9 +89,12 @@ void CommandProcessor::issue(uint32_t index) {
     e.splits = nullptr;
     e.communicator = -1;
     e.peer = -1;
+    e.issued_at = sc_core::sc_time_stamp();
+    e.call = kNoCall;
     if (op.kind == OpKind::Collective) {
       e.kind = collective_op(op.collective);
       e.communicator = rank_->communicators[op.slot];
+      e.call = (*calls_)[index];
       if (op.algorithm != 0)
         parse_algorithm_choice(job_->names[op.algorithm], e.algorithm, e.protocol);
       if (op.collective == workloads::CollectiveKind::AllToAllV)
@@ -119,7 +119,7 @@ tlm::tlm_sync_enum CommandProcessor::nb_transport_bw(tlm::tlm_generic_payload& g
   const OpKind kind = op.kind;
   if (kind != OpKind::Compute && kind != OpKind::MemCopy) {
     activity_.communication_end(cause_of_op(*job_, *rank_, op));
-    activity_.span(index, issued_at_[index], sc_core::sc_time_stamp());
+    activity_.span(index, protocol::collective_event(gp).issued_at, sc_core::sc_time_stamp());
   }
   gp.release();
   complete(index);
@@ -127,7 +127,7 @@ tlm::tlm_sync_enum CommandProcessor::nb_transport_bw(tlm::tlm_generic_payload& g
 }
 
 void CommandProcessor::complete(uint32_t index) {
-  state_[index] = 2;
+  waits_[index] = kComplete;
   ++completed_;
   const uint32_t* begin = graph_->successors.data() + graph_->successor_begin[index];
   const uint32_t* end = graph_->successors.data() + graph_->successor_begin[index + 1];
@@ -141,16 +141,16 @@ void CommandProcessor::complete(uint32_t index) {
 
 std::vector<uint32_t> CommandProcessor::in_flight() const {
   std::vector<uint32_t> ops;
-  for (uint32_t i = 0; i < state_.size(); ++i)
-    if (state_[i] == 1) ops.push_back(i);
+  for (uint32_t i = 0; i < waits_.size(); ++i)
+    if (waits_[i] == kIssued) ops.push_back(i);
   return ops;
 }
 
 std::vector<int64_t> CommandProcessor::first_blocked_per_stream() const {
   std::vector<int64_t> first(job_->stream_names.size(), -1);
-  for (uint32_t i = 0; i < state_.size(); ++i) {
+  for (uint32_t i = 0; i < waits_.size(); ++i) {
     const uint16_t s = rank_->program->ops[i].stream;
-    if (state_[i] == 0 && first[s] < 0) first[s] = i;
+    if (waits_[i] != kIssued && waits_[i] != kComplete && first[s] < 0) first[s] = i;
   }
   return first;
 }

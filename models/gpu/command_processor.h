@@ -73,9 +73,15 @@ class CommandProcessor : public sc_core::sc_module {
   const workloads::Rank* rank_ = nullptr;
   std::shared_ptr<const ProgramGraph> graph_;
   ProgressMonitor* monitor_ = nullptr;
+  // Per op: its predecessors not complete, or kIssued, or kComplete. The only state per op of
+  // the rank (a large job has millions of ops on each of thousands of GPUs); a communication
+  // op's issue time, which its span needs, travels in its transaction.
+  static constexpr uint32_t kIssued = UINT32_MAX - 1, kComplete = UINT32_MAX;
   std::vector<uint32_t> waits_;
-  std::vector<uint8_t> state_;              // 0 waiting, 1 issued, 2 complete
-  std::vector<sc_core::sc_time> issued_at_;  // for collective spans
+  // Per op: a collective's call number on its communicator: the program's numbering by slot
+  // (ProgramGraph::calls), or the rank's own where two of its slots name one communicator.
+  const std::vector<uint32_t>* calls_ = nullptr;
+  std::vector<uint32_t> own_calls_;
   uint64_t completed_ = 0;  // in the current iteration
   uint64_t total_ = 0;      // ops of one iteration
   uint64_t iteration_ = 0;

@@ -36,6 +36,29 @@ ProgramGraph::ProgramGraph(const workloads::Program& program) {
   size_t e = 0;
   for (uint32_t i = 0; i < n; ++i)
     for (uint32_t k = 0; k < waits[i]; ++k) successors[fill[from[e++]]++] = i;
+  calls = number_calls(program, {});
+}
+
+std::vector<uint32_t> number_calls(const workloads::Program& program, const std::vector<int>& key_of_slot) {
+  std::vector<uint32_t> calls(program.ops.size(), kNoCall);
+  std::vector<uint32_t> next;  // by key
+  for (size_t i = 0; i < program.ops.size(); ++i) {
+    const workloads::Op& op = program.ops[i];
+    if (op.kind != workloads::OpKind::Collective) continue;
+    const size_t key = key_of_slot.empty() ? size_t(op.slot) : size_t(key_of_slot[size_t(op.slot)]);
+    if (key >= next.size()) next.resize(key + 1, 0);
+    calls[i] = next[key]++;
+  }
+  return calls;
+}
+
+const std::vector<uint32_t>& rank_calls(const workloads::Rank& rank, const ProgramGraph& graph,
+                                        std::vector<uint32_t>& own) {
+  std::vector<int> communicators = rank.communicators;
+  std::sort(communicators.begin(), communicators.end());
+  if (std::adjacent_find(communicators.begin(), communicators.end()) == communicators.end()) return graph.calls;
+  own = number_calls(*rank.program, rank.communicators);
+  return own;
 }
 
 }  // namespace tessera::models

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "models/gpu/program_graph.h"
 #include "tests/support/child_process.h"
 #include "tests/support/jobs.h"
 
@@ -56,6 +57,30 @@ TEST(ComputeEngine, KernelTakesTheRooflineTime) {
   EXPECT_NEAR(span_end(spans, copy) - span_start(spans, copy), t_copy, 1e-11);
   EXPECT_NEAR(r["iteration_time_s"].get<double>(), t_gemm + t_copy, 1e-11);
   EXPECT_NEAR(r["compute_s"][0].get<double>(), t_gemm + t_copy, 1e-11);
+}
+
+// Every member numbers its calls on a communicator in program order: the program's numbering by
+// slot serves every rank whose slots name distinct communicators; a rank whose two slots name one
+// communicator counts their calls together.
+TEST(CallNumbers, EachCommunicatorsCallsInProgramOrder) {
+  workloads::Job job;
+  ProgramBuilder b(job, 0);
+  const auto c0 = b.collective("x", "comm", workloads::CollectiveKind::AllReduce, 3, 1 << 20);
+  b.compute("k", "compute", 1e9, 0);
+  b.collective("y", "comm", workloads::CollectiveKind::AllGather, 4, 1 << 20, {c0});
+  b.p2p(true, "s", "p2p", 1, 1 << 20, 7);
+  b.collective("x", "comm", workloads::CollectiveKind::AllReduce, 3, 1 << 20);
+  b.collective("y", "comm", workloads::CollectiveKind::AllGather, 4, 1 << 20);
+  b.finish();
+  const workloads::Rank& rank = job.ranks[0];
+  const models::ProgramGraph graph(*rank.program);
+  const uint32_t none = models::kNoCall;
+  EXPECT_EQ(graph.calls, (std::vector<uint32_t>{0, none, 0, none, 1, 1}));
+  std::vector<uint32_t> own;
+  EXPECT_EQ(&models::rank_calls(rank, graph, own), &graph.calls);  // slots 0 and 1: communicators 3 and 4
+  workloads::Rank shared = rank;
+  shared.communicators = {3, 3};
+  EXPECT_EQ(models::rank_calls(shared, graph, own), (std::vector<uint32_t>{0, none, 1, none, 2, 3}));
 }
 
 TEST(CommandProcessor, StreamsRunInOrderAndWaitForCrossStreamDependencies) {
