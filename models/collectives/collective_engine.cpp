@@ -97,7 +97,7 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
   const CollectiveAlgorithm algorithm = inst.choice.algorithm;
   const ProtocolCost cost = tuner_.cost(algorithm, inst.choice.protocol);
   const double handshakes =
-      config_.protocol_latencies ? tuner_.handshake_factor(algorithm, inst.choice.protocol, e.bytes, shape) : 1.0;
+      config_.protocol_latencies ? tuner_.handshake_factor(e.kind, algorithm, inst.choice.protocol, e.bytes, shape) : 1.0;
   inst.wire_factor = static_cast<float>(tuner_.wire_factor(algorithm, inst.choice.protocol, e.bytes, n) * handshakes);
   if (const double rate = tuner_.channel_rate(inst.choice.protocol); rate > 0) {
     // An LL channel waits for each step's handshake before it moves the step's chunk; LL128's
@@ -283,7 +283,7 @@ bool CollectiveEngine::on_another_node(int peer) const {
 }
 
 uint32_t CollectiveEngine::call_number(const protocol::CollectiveEvent& e) {
-  if (e.call != UINT32_MAX) return e.call;
+  if (e.call != protocol::CollectiveEvent::kUnnumbered) return e.call;
   if (started_.empty()) started_.assign(job_.communicators.size(), 0);
   return started_[size_t(e.communicator)]++;
 }

@@ -527,10 +527,10 @@ double Tuner::wire_factor(CollectiveAlgorithm a, CollectiveProtocol p, uint64_t 
   return 1.0;
 }
 
-double Tuner::handshake_factor(CollectiveAlgorithm a, CollectiveProtocol p, uint64_t bytes,
+double Tuner::handshake_factor(CollectiveOp op, CollectiveAlgorithm a, CollectiveProtocol p, uint64_t bytes,
                                const CommunicatorShape& s) const {
   if (p != CollectiveProtocol::Simple || fabric_.simple_handshake_s <= 0 || fabric_.gpu_bandwidth <= 0) return 1.0;
-  const uint64_t slice = simple_slice(a, bytes, s.ranks);
+  const uint64_t slice = simple_slice(op, a, bytes, s);
   if (slice == 0) return 1.0;
   // Each slice costs its channel the handshake: the bytes its share of the slowest way a GPU
   // sends on (its NVLinks, or its way into the network where the call crosses it) could have
@@ -541,13 +541,17 @@ double Tuner::handshake_factor(CollectiveAlgorithm a, CollectiveProtocol p, uint
   return (double(slice) + h) / double(slice);
 }
 
-uint64_t Tuner::simple_slice(CollectiveAlgorithm a, uint64_t bytes, int ranks) const {
-  const uint64_t lanes = uint64_t(std::max(1, ranks)) * uint64_t(channels(a, CollectiveProtocol::Simple, bytes, ranks));
-  const uint64_t share = std::max<uint64_t>(1, (bytes + lanes - 1) / lanes);  // one member's, one channel's
-  if (a == CollectiveAlgorithm::Direct) return std::min(config_.p2p_chunk_bytes, share);
+uint64_t Tuner::simple_slice(CollectiveOp op, CollectiveAlgorithm a, uint64_t bytes,
+                             const CommunicatorShape& s) const {
+  const int C = channels(a, CollectiveProtocol::Simple, bytes, s.ranks);
+  if (a == CollectiveAlgorithm::Direct) {
+    // One peer's share on one channel, in point-to-point chunks.
+    const uint64_t lanes = uint64_t(std::max(1, s.ranks)) * uint64_t(C);
+    return std::min(config_.p2p_chunk_bytes, std::max<uint64_t>(1, (bytes + lanes - 1) / lanes));
+  }
   if (a != CollectiveAlgorithm::Ring) return 0;
   // A ring's chunk is cut in two slices, none smaller than 1/32 of a full one (prims_simple.h).
-  const uint64_t chunk = std::min(config_.simple_chunk_bytes, share);
+  const uint64_t chunk = std::max<uint64_t>(1, ring_chunk(op, bytes, s, C));
   return std::max((chunk + 1) / 2, std::min(chunk, config_.simple_chunk_bytes / 2 / 32));
 }
 
@@ -602,7 +606,7 @@ double Tuner::predict(CollectiveOp op, uint64_t bytes, const CommunicatorShape& 
 
 double Tuner::estimate(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s, CollectiveAlgorithm a,
                        CollectiveProtocol p, bool handshakes) const {
-  const double factor = wire_factor(a, p, bytes, s.ranks) * (handshakes ? handshake_factor(a, p, bytes, s) : 1.0);
+  const double factor = wire_factor(a, p, bytes, s.ranks) * (handshakes ? handshake_factor(op, a, p, bytes, s) : 1.0);
   const ProtocolCost c = cost(a, p);
   const int network = s.network_nodes > 1 || a == CollectiveAlgorithm::CollNet ? network_steps(op, a, s) : 0;
   double latency = c.launch_us + (steps(op, a, s) - network) * c.step_us + network * c.network_step_us +

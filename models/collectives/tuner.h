@@ -233,16 +233,17 @@ class Tuner {
   // the wire of a ring or direct exchange on `shape`: 1 + the bytes the channel's share of its
   // GPU's slowest way out (NVLink, or its network port where the call crosses nodes) could
   // have moved during one, per slice; 1 for other algorithms and protocols.
-  double handshake_factor(CollectiveAlgorithm algorithm, CollectiveProtocol protocol, uint64_t bytes,
-                          const CommunicatorShape& shape) const;
+  double handshake_factor(CollectiveOp op, CollectiveAlgorithm algorithm, CollectiveProtocol protocol,
+                          uint64_t bytes, const CommunicatorShape& shape) const;
   // NCCL's NVLS chunk for a call of `bytes` over `ranks` members: nvls_chunk_bytes, then 64 KiB
   // below 64 loops of all channels and members, 32 KiB below 8, 16 KiB below 2.
   uint64_t nvls_chunk(uint64_t bytes, int ranks) const;
-  // The bytes one channel moves between two handshakes with the Simple protocol for a call of
-  // `bytes` over `ranks` members: a ring's slice (half its chunk, ring_chunk), a direct
-  // exchange's point-to-point chunk (at most p2p_chunk_bytes); 0 for other algorithms, whose
-  // steps the model charges otherwise.
-  uint64_t simple_slice(CollectiveAlgorithm algorithm, uint64_t bytes, int ranks) const;
+  // The bytes one channel moves between two handshakes with the Simple protocol for a call
+  // `op` of `bytes` over `shape`: a ring's slice (half its chunk, ring_chunk: a chain's
+  // broadcast or reduce is not cut by members), a direct exchange's point-to-point chunk (at
+  // most p2p_chunk_bytes); 0 for other algorithms, whose steps the model charges otherwise.
+  uint64_t simple_slice(CollectiveOp op, CollectiveAlgorithm algorithm, uint64_t bytes,
+                        const CommunicatorShape& shape) const;
   // Channels a call of `bytes` over `ranks` members runs on: NVLS its fixed count, else NCCL's
   // rule for the protocol (TunerConfig), at most max_channels.
   int channels(CollectiveAlgorithm algorithm, CollectiveProtocol protocol, uint64_t bytes, int ranks) const;

@@ -231,18 +231,25 @@ TEST(TunerOnOneNode, HopperSimpleSlicesPayTheirHandshake) {
   const double B = h100.fabric().gpu_bandwidth, h = h100.fabric().simple_handshake_s;
   ASSERT_GT(h, 0.0);
   const int C = 16;
-  auto factor = [&](CollectiveAlgorithm a, uint64_t bytes) {
-    return h100.handshake_factor(a, CollectiveProtocol::Simple, bytes, node);
+  const CollectiveOp gather = CollectiveOp::AllGather;
+  auto factor = [&](CollectiveOp op, CollectiveAlgorithm a, uint64_t bytes) {
+    return h100.handshake_factor(op, a, CollectiveProtocol::Simple, bytes, node);
   };
-  EXPECT_EQ(h100.simple_slice(CollectiveAlgorithm::Ring, 32 * MiB, 8), 128 * KiB);
-  EXPECT_NEAR(factor(CollectiveAlgorithm::Ring, 32 * MiB), (128.0 * KiB + h * B / C) / (128.0 * KiB), 1e-12);
-  EXPECT_EQ(h100.simple_slice(CollectiveAlgorithm::Ring, 16 * GiB, 8), 1 * MiB);
-  EXPECT_EQ(h100.simple_slice(CollectiveAlgorithm::Direct, 16 * GiB, 8), 512 * KiB);
-  EXPECT_NEAR(factor(CollectiveAlgorithm::Ring, 16 * GiB), (1.0 * MiB + h * B / C) / (1.0 * MiB), 1e-12);
+  EXPECT_EQ(h100.simple_slice(gather, CollectiveAlgorithm::Ring, 32 * MiB, node), 128 * KiB);
+  EXPECT_NEAR(factor(gather, CollectiveAlgorithm::Ring, 32 * MiB), (128.0 * KiB + h * B / C) / (128.0 * KiB), 1e-12);
+  EXPECT_EQ(h100.simple_slice(gather, CollectiveAlgorithm::Ring, 16 * GiB, node), 1 * MiB);
+  EXPECT_EQ(h100.simple_slice(CollectiveOp::AllToAll, CollectiveAlgorithm::Direct, 16 * GiB, node), 512 * KiB);
+  EXPECT_NEAR(factor(gather, CollectiveAlgorithm::Ring, 16 * GiB), (1.0 * MiB + h * B / C) / (1.0 * MiB), 1e-12);
+  // A chain's broadcast or reduce is not cut by members: 32 MiB over 16 channels is a full
+  // 2 MiB chunk per channel, two 1 MiB slices, eight times an all-gather's.
+  for (const CollectiveOp chain : {CollectiveOp::Broadcast, CollectiveOp::Reduce}) {
+    EXPECT_EQ(h100.simple_slice(chain, CollectiveAlgorithm::Ring, 32 * MiB, node), 1 * MiB);
+    EXPECT_NEAR(factor(chain, CollectiveAlgorithm::Ring, 32 * MiB), (1.0 * MiB + h * B / C) / (1.0 * MiB), 1e-12);
+  }
   // Other protocols and algorithms are charged otherwise; A100's file leaves it out.
-  EXPECT_EQ(h100.handshake_factor(CollectiveAlgorithm::Ring, CollectiveProtocol::LL128, 32 * MiB, node), 1.0);
-  EXPECT_EQ(factor(CollectiveAlgorithm::Nvls, 32 * MiB), 1.0);
-  EXPECT_EQ(tuner_for("dgx-a100", false).handshake_factor(CollectiveAlgorithm::Ring, CollectiveProtocol::Simple,
+  EXPECT_EQ(h100.handshake_factor(gather, CollectiveAlgorithm::Ring, CollectiveProtocol::LL128, 32 * MiB, node), 1.0);
+  EXPECT_EQ(factor(CollectiveOp::AllReduce, CollectiveAlgorithm::Nvls, 32 * MiB), 1.0);
+  EXPECT_EQ(tuner_for("dgx-a100", false).handshake_factor(gather, CollectiveAlgorithm::Ring, CollectiveProtocol::Simple,
                                                           32 * MiB, node), 1.0);
   // NCCL's tuner does not know it: the choice is made without it, its prediction holds it.
   const models::Choice c = h100.choose(CollectiveOp::AllGather, 32 * MiB, node);
