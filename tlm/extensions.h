@@ -79,8 +79,10 @@ struct CollectiveEvent : tlm::tlm_extension<CollectiveEvent> {
   uint64_t bytes = 0;                 // NCCL message size
   uint64_t flow = 0;                  // set by the collective engine: (communicator, call)
   sc_core::sc_time issued_at;         // when the command processor issued the op (its span)
-  uint32_t call = UINT32_MAX;         // a collective's number among its rank's calls on the
-                                      // communicator, in program order (UINT32_MAX: unnumbered)
+  static constexpr uint32_t kUnnumbered = UINT32_MAX;
+  uint32_t call = kUnnumbered;        // a collective's number among its rank's calls on the
+                                      // communicator, in program order (kUnnumbered: the
+                                      // collective engine numbers it in the order it starts)
 
   tlm::tlm_extension_base* clone() const override { return new CollectiveEvent(*this); }
   void copy_from(const tlm::tlm_extension_base& other) override {

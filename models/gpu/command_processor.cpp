@@ -90,6 +90,7 @@ void CommandProcessor::issue(uint32_t index) {
     e.communicator = -1;
     e.peer = -1;
     e.issued_at = sc_core::sc_time_stamp();
+    static_assert(kNoCall == protocol::CollectiveEvent::kUnnumbered, "an op without a call number is unnumbered");
     e.call = kNoCall;
     if (op.kind == OpKind::Collective) {
       e.kind = collective_op(op.collective);
