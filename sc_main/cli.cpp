@@ -85,6 +85,7 @@ struct RunSettings {
   int64_t chunk_kib = 128;
   std::string collective_algorithm = "auto", collective_protocol = "auto";
   std::string fidelity = "auto";
+  std::string symmetry = "on";
   int64_t gpus_per_node = 0;
   int64_t iterations = 1;
   double trace_bucket_us = 10.0;
@@ -125,6 +126,8 @@ po::options_description run_options(RunSettings& s, const char* title = "tessera
   sim.add_options()
       ("fidelity", po::value(&s.fidelity)->default_value("auto"),
        "packet (every chunk through every port and switch), flow (one max-min fair flow per transfer; large systems), analytic (no simulation: the programs costed op by op; docs/analytic.md) or auto (packet up to 64 GPUs, flow above); docs/fidelity.md")
+      ("symmetry", po::value(&s.symmetry)->default_value("on"),
+       "on: where groups of GPUs do the same work (data-parallel replicas, tensor-parallel peers), simulate one group and let the others replay its communication, checked as it runs (a run where they drift apart is made again with off); off: simulate every GPU's program (docs/fidelity.md, Symmetry)")
       ("chunk-kib", po::value(&s.chunk_kib)->default_value(128), "fabric chunk size, KiB")
       ("collective-algorithm", po::value(&s.collective_algorithm)->default_value("auto"),
        "ring, tree, direct, halving-doubling, hierarchical, nvls, collnet or auto (the tuner); used where it applies, an op's own algorithm wins")
@@ -250,6 +253,8 @@ void check_run_settings(const RunSettings& s, const po::variables_map& vm) {
   check_option("--chunk-kib", double(s.chunk_kib), limits::integers(1, limits::kMaxChunkKib));
   check_watchdog_settings(s.watchdog);
   check_option("--iterations", double(s.iterations), limits::integers(1, kMaxIterations));
+  if (s.symmetry != "on" && s.symmetry != "off")
+    throw InputError("--symmetry: '" + s.symmetry + "' is not on or off");
   check_option("--trace-bucket-us", s.trace_bucket_us, limits::Range{kMinTraceBucketUs, kMaxTraceBucketUs});
   if (vm.count("gpus-per-node"))
     check_option("--gpus-per-node", double(s.gpus_per_node), limits::integers(1, limits::kMaxGpusPerNode));
@@ -399,6 +404,7 @@ SimulationOptions simulation_options(const RunSettings& s, const po::variables_m
   options.trace_bucket_us = s.trace_bucket_us;
   options.progress = true;
   options.iterations = uint64_t(s.iterations);
+  options.symmetry = s.symmetry == "on";
   return options;
 }
 
@@ -589,6 +595,22 @@ std::vector<std::string> run_option_args(const std::string& key, const std::stri
   return args;
 }
 
+std::vector<std::string> rerun_without_symmetry(int argc, const char* const* argv) {
+  std::vector<std::string> args = {argv[0]};
+  if (argc == 1) args.push_back("run");
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--symmetry") {
+      ++i;  // and its value
+      continue;
+    }
+    if (a.rfind("--symmetry=", 0) == 0) continue;
+    args.push_back(a);
+  }
+  args.push_back("--symmetry=off");
+  return args;
+}
+
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   std::vector<std::string> args(argv + 1, argv + argc);
   protocol::set_time_resolution();  // before any platform makes an sc_time
@@ -620,6 +642,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   } catch (const InputError& e) {
     err << "tessera: error: " << e.what() << "\n";
     return kBadInput;
+  } catch (const SymmetryBroken& e) {
+    err << "tessera: note: the replicas drifted apart (" << e.what() << "); simulating every GPU\n";
+    return kRerunWithoutSymmetry;
   } catch (const workloads::InputError& e) {
     err << "tessera: error: " << e.what() << "\n";
     return kBadInput;

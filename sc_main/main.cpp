@@ -1,6 +1,10 @@
 // The tessera executable: thin on purpose; everything is in the tessera_app library.
 #include <cstdlib>
 #include <iostream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
 
 #include <systemc>
 
@@ -14,7 +18,18 @@ int sc_main(int argc, char* argv[]) {
   // SystemC itself prints nothing.
   sc_core::sc_report_handler::set_actions(sc_core::SC_ERROR, sc_core::SC_THROW);
   sc_core::sc_report_handler::set_actions(sc_core::SC_FATAL, sc_core::SC_THROW);
-  return tessera::app::run_cli(argc, argv, std::cout, std::cerr);
+  const int status = tessera::app::run_cli(argc, argv, std::cout, std::cerr);
+  if (status != tessera::app::kRerunWithoutSymmetry) return status;
+  // The simulation kernel elaborates once per process: the run without symmetry is a new one.
+  std::vector<std::string> args = tessera::app::rerun_without_symmetry(argc, argv);
+  std::vector<char*> cargv;
+  for (std::string& a : args) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  std::cout.flush();
+  std::cerr.flush();
+  execv("/proc/self/exe", cargv.data());
+  std::cerr << "tessera: internal error: cannot run again without symmetry\n";
+  return tessera::app::kInternalError;
 }
 
 int main(int argc, char* argv[]) {

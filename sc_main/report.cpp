@@ -197,6 +197,9 @@ ordered_json report_json(const platforms::PlatformConfig& platform, const worklo
                      {"flows", r.flows}};
   if (!r.fidelity_reason.empty()) j["simulation"]["fidelity_reason"] = r.fidelity_reason;
   if (r.fidelity == platforms::Fidelity::Analytic) j["simulation"]["ranks_costed"] = r.classes;
+  if (r.fidelity != platforms::Fidelity::Analytic)
+    j["simulation"]["gpus_simulated"] = r.gpus_simulated > 0 ? size_t(r.gpus_simulated) : r.ranks.size();
+  if (r.gpus_simulated > 0) j["simulation"]["symmetry_skew_s"] = r.symmetry_skew_s;
   if (!r.rtl.empty()) j["rtl"] = rtl_json(r);
   return j;
 }
@@ -258,6 +261,10 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
     out << "  analytic model        " << r.classes << " of " << r.ranks.size() << " ranks costed"
         << (static_cast<size_t>(r.classes) < r.ranks.size() ? " (the others are equivalent to one of them)" : "") << ", "
         << format("%.3f s", r.wall_s) << format(" (%.3f s of CPU)", r.cpu_s) << "\n";
+  if (r.gpus_simulated > 0)
+    out << "  symmetry              " << r.gpus_simulated << " of " << r.ranks.size()
+        << " GPUs simulated, the others replay one of them; their communication completed "
+        << format("%.3f us", r.symmetry_skew_s * 1e6) << " apart in all (--symmetry off simulates every GPU)\n";
   if (!r.fidelity_reason.empty())
     out << "  fidelity              " << platforms::fidelity_name(r.fidelity) << " (" << r.fidelity_reason << ")\n";
   double busiest = 0;

@@ -21,6 +21,7 @@
 #include "tlm/payload_pool.h"
 #include "tlm/sockets.h"
 #include "tlm/time_span.h"
+#include "workloads/replicas.h"
 
 namespace tessera::app {
 namespace {
@@ -113,6 +114,94 @@ class Waveform {
   sc_core::sc_trace_file* file_ = nullptr;
 };
 
+// Adds up, op by op, how far apart the followers' communication completed from their
+// representatives' (the farthest follower of each op). A GPU's op completing s later in its own
+// run would delay what follows it by at most s, so the sum bounds how far the replay is from
+// the full run, to first order (rates shared on the fabric aside). At the end the sum must be
+// within kSkewBudget of the simulated time; the run stops early once it passes kSkewLimit of
+// the time so far (the first ops of a run may be a little apart while little time has passed).
+class SymmetryWatch : public models::SymmetryMonitor {
+ public:
+  static constexpr double kSkewBudget = 1e-3, kSkewLimit = 1e-2;
+  void skew(int representative, uint32_t op, double seconds) override {
+    if (seconds <= 0 || !broken_.empty()) return;
+    total_s_ += seconds;
+    last_ = "GPU " + std::to_string(representative) + "'s op " + std::to_string(op) + ", " + format_us(seconds) +
+            " from a GPU replaying it";
+    check(kSkewLimit);
+  }
+  // At the end of the run.
+  void finish() { check(kSkewBudget); }
+  void diverged(int follower, int representative, uint32_t op) override {
+    stop("GPU " + std::to_string(follower) + "'s op " + std::to_string(op) +
+         " completed a call more or fewer times than GPU " + std::to_string(representative) + "'s, which it replays");
+  }
+  const std::string& broken() const { return broken_; }
+  double total_s() const { return total_s_; }
+
+ private:
+  void check(double share) {
+    const double now = sc_core::sc_time_stamp().to_seconds();
+    if (total_s_ <= share * now) return;
+    std::ostringstream text;
+    text << "by " << format_us(total_s_) << " over " << format_us(now) << " simulated, more than "
+         << share * 100 << "%; the last: " << last_;
+    stop(text.str());
+  }
+  static std::string format_us(double s) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3f us", s * 1e6);
+    return text;
+  }
+  void stop(const std::string& why) {
+    if (!broken_.empty()) return;
+    broken_ = why;
+    if (sc_core::sc_is_running()) sc_core::sc_stop();
+  }
+  double total_s_ = 0;
+  std::string last_, broken_;
+};
+
+// Makes the GPUs of replica groups follow their representatives.
+void follow_replicas(platforms::Platform& platform, const workloads::Replicas& replicas, SymmetryWatch& watch) {
+  for (size_t r = 0; r < replicas.representative.size(); ++r) {
+    const int rep = replicas.representative[r];
+    if (rep == static_cast<int>(r)) continue;
+    platform.gpu(r).command_processor().follow(platform.gpu(size_t(rep)).command_processor(), watch);
+  }
+}
+
+// Throws SymmetryBroken where a follower left its representative's steps, or the run did not
+// finish (which the run without symmetry reports, rank by rank).
+void check_followers(platforms::Platform& platform, SymmetryWatch& watch) {
+  watch.finish();
+  if (!watch.broken().empty()) throw SymmetryBroken(watch.broken());
+  for (size_t r = 0; r < platform.gpu_count(); ++r) {
+    const models::CommandProcessor& cp = platform.gpu(r).command_processor();
+    if (cp.follower() ? !cp.in_step() : !cp.finished())
+      throw SymmetryBroken("GPU " + std::to_string(r) + " did not finish in step with the GPUs it replays or that replay it");
+  }
+}
+
+RankResult rank_result(models::Gpu& gpu, int rank, sc_core::sc_time end) {
+  gpu.activity().close(end);
+  RankResult rr;
+  rr.rank = rank;
+  rr.finish_s = seconds(gpu.command_processor().finish_time());
+  rr.compute_s = seconds(gpu.activity().compute());
+  rr.exposed_communication_s = seconds(gpu.activity().exposed_communication());
+  rr.overlapped_communication_s = seconds(gpu.activity().overlapped_communication());
+  rr.idle_s = seconds(gpu.activity().idle());
+  rr.compute_by_cause = gpu.activity().compute_by_cause();
+  rr.time_by_cause = gpu.activity().causes().seconds();
+  rr.cause_spans = gpu.activity().causes().spans();
+  rr.ops = gpu.command_processor().completed_ops();
+  rr.bytes_sent = gpu.collectives().bytes_injected();
+  rr.bytes_received = gpu.collectives().bytes_received();
+  rr.spans = gpu.activity().spans();
+  return rr;
+}
+
 }  // namespace
 
 SimulationResult simulate(const platforms::PlatformConfig& config, const workloads::Job& job,
@@ -131,13 +220,23 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
   platforms::Platform& platform = *new platforms::Platform("platform", config, job, pool, collectives,
                                                                   options.fidelity, options.topology);
 
+  // Symmetry: replica groups' GPUs replay their representatives' communication.
+  workloads::Replicas replicas;
+  // Flow fidelity only: packet fidelity's switches serve a collective's members in an order of
+  // their own, so members finish a call apart (by arbitration) and a replay would not be exact.
+  if (options.symmetry && options.fidelity == platforms::Fidelity::Flow && platform.rtl_ports().empty())
+    replicas = workloads::find_replicas(job);
+  const bool symmetric = replicas.any();
+  SymmetryWatch watch;
+
   // One dependency graph per distinct program.
   std::map<const workloads::Program*, std::shared_ptr<const models::ProgramGraph>> graphs;
   uint64_t total_ops = 0;
   for (const workloads::Rank& rank : job.ranks) {
     auto& graph = graphs[rank.program.get()];
     if (!graph) graph = std::make_shared<models::ProgramGraph>(*rank.program);
-    total_ops += rank.program->ops.size() * options.iterations;
+    if (!symmetric || replicas.representative[size_t(rank.rank)] == rank.rank)
+      total_ops += rank.program->ops.size() * options.iterations;
   }
   TerminalProgress progress(total_ops, options.iterations, options.progress && isatty(STDERR_FILENO));
   for (const workloads::Rank& rank : job.ranks) {
@@ -146,6 +245,7 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
     gpu.set_kernel_timer(options.kernel_timer.get());
     gpu.command_processor().load(job, rank, graphs[rank.program.get()], &progress, options.iterations);
   }
+  if (symmetric) follow_replicas(platform, replicas, watch);
   const sc_core::sc_time bucket(options.trace_bucket_us, sc_core::SC_US);
   if (options.trace)  // (flow fidelity keeps no per-bucket link activity)
     for (const auto& link : platform.links()) link->record_activity(bucket);
@@ -166,34 +266,34 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
     throw;
   }
   waveform.finish();
+  if (symmetric) check_followers(platform, watch);
 
   SimulationResult result;
   result.fidelity = options.fidelity;
   result.fidelity_reason = options.fidelity_reason;
+  if (symmetric) {
+    result.gpus_simulated = replicas.simulated;
+    result.symmetry_skew_s = watch.total_s();
+  }
   sc_core::sc_time end = sc_core::SC_ZERO_TIME;
   for (size_t r = 0; r < platform.gpu_count(); ++r) {
     const models::CommandProcessor& cp = platform.gpu(r).command_processor();
+    if (cp.follower()) continue;
     end = std::max(end, cp.finished() ? cp.finish_time() : sc_core::sc_time_stamp());
   }
   result.iteration_time_s = seconds(end);
+  result.ranks.resize(platform.gpu_count());
+  for (size_t r = 0; r < platform.gpu_count(); ++r)
+    if (!platform.gpu(r).command_processor().follower())
+      result.ranks[r] = rank_result(platform.gpu(r), static_cast<int>(r), end);
   for (size_t r = 0; r < platform.gpu_count(); ++r) {
-    models::Gpu& gpu = platform.gpu(r);
-    gpu.activity().close(end);
-    RankResult rr;
+    if (!platform.gpu(r).command_processor().follower()) continue;
+    // What its representative did; the bytes its own collective engine moved.
+    RankResult& rr = result.ranks[r];
+    rr = result.ranks[size_t(replicas.representative[r])];
     rr.rank = static_cast<int>(r);
-    rr.finish_s = seconds(gpu.command_processor().finish_time());
-    rr.compute_s = seconds(gpu.activity().compute());
-    rr.exposed_communication_s = seconds(gpu.activity().exposed_communication());
-    rr.overlapped_communication_s = seconds(gpu.activity().overlapped_communication());
-    rr.idle_s = seconds(gpu.activity().idle());
-    rr.compute_by_cause = gpu.activity().compute_by_cause();
-    rr.time_by_cause = gpu.activity().causes().seconds();
-    rr.cause_spans = gpu.activity().causes().spans();
-    rr.ops = gpu.command_processor().completed_ops();
-    rr.bytes_sent = gpu.collectives().bytes_injected();
-    rr.bytes_received = gpu.collectives().bytes_received();
-    rr.spans = gpu.activity().spans();
-    result.ranks.push_back(std::move(rr));
+    rr.bytes_sent = platform.gpu(r).collectives().bytes_injected();
+    rr.bytes_received = platform.gpu(r).collectives().bytes_received();
   }
   for (const auto& link : platform.links()) {
     LinkResult lr;
@@ -239,7 +339,7 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
   // A program that could not finish: name the stuck ranks, their ops and who is missing.
   for (size_t r = 0; r < platform.gpu_count(); ++r) {
     const models::Gpu& gpu = platform.gpu(r);
-    if (gpu.command_processor().finished()) continue;
+    if (gpu.command_processor().finished() || gpu.command_processor().follower()) continue;
     result.deadlocked = true;
     const workloads::Program& program = *job.ranks[r].program;
     for (const models::CollectiveEngine::Waiting& w : gpu.collectives().waiting()) {

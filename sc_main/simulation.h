@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct SimulationOptions {
   // A VCD waveform of every RTL block's pins and its port's signals ("" for none): written
   // whole after the run, and also when a block breaks its contract (up to that cycle).
   std::string vcd;
+  // Symmetry (workloads/replicas.h): simulate one group of each kind of replica group and let
+  // the others' GPUs replay its communication; checked as it runs (SymmetryBroken otherwise).
+  bool symmetry = false;
   // Called with the elaborated platform before the simulation starts (tests attach observers).
   std::function<void(platforms::Platform&)> inspect;
 };
@@ -97,6 +101,10 @@ struct SimulationResult {
   platforms::Fidelity fidelity = platforms::Fidelity::Packet;
   std::string fidelity_reason;  // SimulationOptions::fidelity_reason
   uint64_t payloads_created = 0;
+  int gpus_simulated = 0;      // with symmetry: GPUs that ran their programs (the others
+                               // replayed one of them); 0: every GPU ran its own
+  double symmetry_skew_s = 0;  // with symmetry: op by op, the farthest a replaying GPU's
+                               // communication completed from its representative's, summed
   int classes = 0;             // analytic fidelity: ranks costed (one per class of equivalent ranks)
   double wall_s = 0;
   double cpu_s = 0;            // analytic fidelity: CPU time of the model
@@ -105,6 +113,13 @@ struct SimulationResult {
   // The same run without RTL (reference_run.h), when it was made: its wall and iteration time.
   bool has_reference = false;
   double reference_wall_s = 0, reference_iteration_time_s = 0;
+};
+
+// A run with symmetry in which a replaying GPU's communication completed at another time than
+// its representative's (an asymmetric fabric, or placement): its result would not be the full
+// run's, so it stops; the same run without symmetry is the answer.
+struct SymmetryBroken : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 SimulationResult simulate(const platforms::PlatformConfig& platform, const workloads::Job& job,

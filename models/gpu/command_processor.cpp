@@ -1,6 +1,7 @@
 #include "models/gpu/command_processor.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "models/collectives/tuner.h"
 #include "tlm/extensions.h"
@@ -30,6 +31,33 @@ void fill_compute_event(protocol::ComputeEvent& e, const workloads::Job& job, in
   e.memory_copy = op.kind == OpKind::MemCopy;
 }
 
+void fill_communication_event(protocol::CollectiveEvent& e, const workloads::Job& job, const workloads::Rank& rank,
+                              uint32_t index, const workloads::Op& op, uint32_t call) {
+  e.name = &job.names[op.name];
+  e.rank = static_cast<uint32_t>(rank.rank);
+  e.op = index;
+  e.bytes = op.message_bytes;
+  e.tag = op.tag;
+  e.algorithm = protocol::CollectiveAlgorithm::Automatic;
+  e.protocol = protocol::CollectiveProtocol::Automatic;
+  e.splits = nullptr;
+  e.communicator = -1;
+  e.peer = -1;
+  e.issued_at = sc_core::sc_time_stamp();
+  static_assert(kNoCall == protocol::CollectiveEvent::kUnnumbered, "an op without a call number is unnumbered");
+  e.call = kNoCall;
+  if (op.kind == OpKind::Collective) {
+    e.kind = collective_op(op.collective);
+    e.communicator = rank.communicators[op.slot];
+    e.call = call;
+    if (op.algorithm != 0) parse_algorithm_choice(job.names[op.algorithm], e.algorithm, e.protocol);
+    if (op.collective == workloads::CollectiveKind::AllToAllV) e.splits = job.splits[op.splits - 1].data();
+  } else {
+    e.kind = op.kind == OpKind::Send ? protocol::CollectiveOp::Send : protocol::CollectiveOp::Recv;
+    e.peer = rank.peers[op.slot];
+  }
+}
+
 CommandProcessor::CommandProcessor(sc_core::sc_module_name name, protocol::PayloadPool& pool,
                                    GpuActivity& activity)
     : sc_module(name), to_compute("to_compute"), to_copy("to_copy"),
@@ -55,7 +83,7 @@ void CommandProcessor::load(const workloads::Job& job, const workloads::Rank& ra
 }
 
 void CommandProcessor::begin() {
-  if (rank_ == nullptr) return;  // no program loaded
+  if (rank_ == nullptr || leader_ != nullptr) return;  // no program loaded, or a follower
   for (uint32_t op = 0; op < total_; ++op)
     if (waits_[op] == 0) issue(op);
 }
@@ -78,49 +106,74 @@ void CommandProcessor::issue(uint32_t index) {
     fill_compute_event(e, *job_, rank_->rank, index, op);
     if (e.memory_copy) socket = &to_copy;
   } else {
-    protocol::CollectiveEvent& e = protocol::collective_event(*gp);
-    e.name = &job_->names[op.name];
-    e.rank = static_cast<uint32_t>(rank_->rank);
-    e.op = index;
-    e.bytes = op.message_bytes;
-    e.tag = op.tag;
-    e.algorithm = protocol::CollectiveAlgorithm::Automatic;
-    e.protocol = protocol::CollectiveProtocol::Automatic;
-    e.splits = nullptr;
-    e.communicator = -1;
-    e.peer = -1;
-    e.issued_at = sc_core::sc_time_stamp();
-    static_assert(kNoCall == protocol::CollectiveEvent::kUnnumbered, "an op without a call number is unnumbered");
-    e.call = kNoCall;
-    if (op.kind == OpKind::Collective) {
-      e.kind = collective_op(op.collective);
-      e.communicator = rank_->communicators[op.slot];
-      e.call = (*calls_)[index];
-      if (op.algorithm != 0)
-        parse_algorithm_choice(job_->names[op.algorithm], e.algorithm, e.protocol);
-      if (op.collective == workloads::CollectiveKind::AllToAllV)
-        e.splits = job_->splits[op.splits - 1].data();
-    } else {
-      e.kind = op.kind == OpKind::Send ? protocol::CollectiveOp::Send : protocol::CollectiveOp::Recv;
-      e.peer = rank_->peers[op.slot];
-    }
+    fill_communication_event(protocol::collective_event(*gp), *job_, *rank_, index, op, (*calls_)[index]);
     socket = &to_collectives;
     activity_.communication_begin(cause_of_op(*job_, *rank_, op));
   }
   tlm::tlm_phase phase = tlm::BEGIN_REQ;
   sc_time delay = sc_core::SC_ZERO_TIME;
   (*socket)->nb_transport_fw(*gp, phase, delay);  // engines accept at once (END_REQ)
+  if (socket == &to_collectives)
+    for (CommandProcessor* f : followers_) f->replay(index);
+}
+
+void CommandProcessor::follow(CommandProcessor& representative, SymmetryMonitor& monitor) {
+  leader_ = &representative;
+  symmetry_ = &monitor;
+  representative.symmetry_ = &monitor;
+  representative.followers_.push_back(this);
+  std::vector<uint32_t>().swap(waits_);  // a follower keeps no state per op
+}
+
+void CommandProcessor::replay(uint32_t index) {
+  ++replaying_;
+  tlm::tlm_generic_payload* gp = pool_.acquire();
+  gp->set_address(index);
+  fill_communication_event(protocol::collective_event(*gp), *job_, *rank_, index, rank_->program->ops[index],
+                           (*calls_)[index]);
+  tlm::tlm_phase phase = tlm::BEGIN_REQ;
+  sc_time delay = sc_core::SC_ZERO_TIME;
+  to_collectives->nb_transport_fw(*gp, phase, delay);
+}
+
+void CommandProcessor::matched(uint32_t index, bool leader) {
+  const sc_time now = sc_core::sc_time_stamp();
+  const auto it = unmatched_.find(index);
+  if (it == unmatched_.end()) {
+    unmatched_.emplace(index, Unmatched{now, leader});
+    return;
+  }
+  const Unmatched other = it->second;
+  unmatched_.erase(it);
+  if (other.leader == leader) return symmetry_->diverged(rank_->rank, leader_->rank_->rank, index);
+  leader_->skewed(index, std::abs((now - other.at).to_seconds()));
+}
+
+void CommandProcessor::skewed(uint32_t index, double seconds) {
+  Skew& s = skews_[index];
+  s.seconds = std::max(s.seconds, seconds);
+  if (++s.followers < followers_.size()) return;
+  const double farthest = s.seconds;
+  skews_.erase(index);
+  symmetry_->skew(rank_->rank, index, farthest);
 }
 
 tlm::tlm_sync_enum CommandProcessor::nb_transport_bw(tlm::tlm_generic_payload& gp,
                                                      tlm::tlm_phase& phase, sc_time&) {
   if (phase != tlm::BEGIN_RESP) return tlm::TLM_ACCEPTED;  // END_REQ
   const uint32_t index = static_cast<uint32_t>(gp.get_address());
+  if (leader_ != nullptr) {  // a follower's replayed op
+    gp.release();
+    --replaying_;
+    matched(index, false);
+    return tlm::TLM_COMPLETED;
+  }
   const workloads::Op& op = rank_->program->ops[index];
   const OpKind kind = op.kind;
   if (kind != OpKind::Compute && kind != OpKind::MemCopy) {
     activity_.communication_end(cause_of_op(*job_, *rank_, op));
     activity_.span(index, protocol::collective_event(gp).issued_at, sc_core::sc_time_stamp());
+    for (CommandProcessor* f : followers_) f->matched(index, true);
   }
   gp.release();
   complete(index);

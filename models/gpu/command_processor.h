@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <systemc>
@@ -28,10 +29,26 @@ class ProgressMonitor {
   virtual void op_completed() = 0;
 };
 
+// Told how far followers' communication completed from their representative's
+// (CommandProcessor::follow): how far the replay may be from every GPU's own run.
+class SymmetryMonitor {
+ public:
+  virtual ~SymmetryMonitor() = default;
+  // Op `op` completed on `representative` and all its followers, the farthest `seconds` apart.
+  virtual void skew(int representative, uint32_t op, double seconds) = 0;
+  // A follower completed op `op` twice before its representative did once, or the reverse.
+  virtual void diverged(int follower, int representative, uint32_t op) = 0;
+};
+
 // The compute event of compute or copy op `index` of `rank`'s program: what the compute engine
 // and the compute model (KernelTimer) see of it.
 void fill_compute_event(protocol::ComputeEvent& e, const workloads::Job& job, int rank,
                         uint32_t index, const workloads::Op& op);
+
+// The collective event of collective or send/receive op `index` of `rank`'s program, numbered
+// `call` on its communicator (kNoCall: unnumbered).
+void fill_communication_event(protocol::CollectiveEvent& e, const workloads::Job& job, const workloads::Rank& rank,
+                              uint32_t index, const workloads::Op& op, uint32_t call);
 
 class CommandProcessor : public sc_core::sc_module {
  public:
@@ -49,6 +66,16 @@ class CommandProcessor : public sc_core::sc_module {
             std::shared_ptr<const ProgramGraph> graph, ProgressMonitor* monitor,
             uint64_t iterations = 1);
 
+  // Makes this GPU (loaded with its own rank, which runs the representative's program) a
+  // follower: it runs no op of its own; each communication op the representative issues, it
+  // issues at the same time with its own communicators and peers, so its collective engine
+  // takes its part in every call and the fabric carries its traffic. When an op has completed
+  // on the representative and all its followers, `monitor` learns how far apart.
+  void follow(CommandProcessor& representative, SymmetryMonitor& monitor);
+  bool follower() const { return leader_ != nullptr; }
+  // A follower: every op it issued completed and matched its representative's.
+  bool in_step() const { return replaying_ == 0 && unmatched_.empty(); }
+
   bool finished() const { return iteration_ + 1 >= iterations_ && completed_ == total_; }
   // Ops completed over every iteration.
   uint64_t completed_ops() const { return iteration_ * total_ + completed_; }
@@ -63,6 +90,9 @@ class CommandProcessor : public sc_core::sc_module {
   void begin();
   void start_iteration();
   void issue(uint32_t op);
+  void replay(uint32_t op);
+  // Op `index` completed on the representative (`leader`) or on this follower.
+  void matched(uint32_t index, bool leader);
   void complete(uint32_t op);
   tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
                                      sc_core::sc_time& delay);
@@ -82,6 +112,24 @@ class CommandProcessor : public sc_core::sc_module {
   // (ProgramGraph::calls), or the rank's own where two of its slots name one communicator.
   const std::vector<uint32_t>* calls_ = nullptr;
   std::vector<uint32_t> own_calls_;
+  // Following (follow): the representative, or its followers; per op issued and completed on
+  // one side only, when and on which.
+  CommandProcessor* leader_ = nullptr;
+  std::vector<CommandProcessor*> followers_;
+  SymmetryMonitor* symmetry_ = nullptr;
+  struct Unmatched {
+    sc_core::sc_time at;
+    bool leader = false;
+  };
+  std::unordered_map<uint32_t, Unmatched> unmatched_;
+  // A representative: per op completed on some of its followers, the farthest apart so far.
+  struct Skew {
+    double seconds = 0;
+    uint32_t followers = 0;
+  };
+  std::unordered_map<uint32_t, Skew> skews_;
+  void skewed(uint32_t index, double seconds);
+  uint64_t replaying_ = 0;  // ops a follower issued and that have not completed
   uint64_t completed_ = 0;  // in the current iteration
   uint64_t total_ = 0;      // ops of one iteration
   uint64_t iteration_ = 0;

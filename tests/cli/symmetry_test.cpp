@@ -1,0 +1,100 @@
+// Symmetry (--symmetry, docs/fidelity.md): a run where replica groups replay one group gives the
+// full run's report within 0.5% on jobs small enough to run in full, one of each kind; where
+// the fabric treats replicas differently the replay is found apart and the run is made in full.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+
+#include "run_tessera.h"
+
+namespace {
+
+using cli_testing::tessera;
+
+struct Outcome {
+  double iteration_s = 0;
+  size_t gpus = 0, simulated = 0;
+  std::string err;
+};
+
+Outcome run(const std::string& args, const std::string& symmetry) {
+  const std::string report = cli_testing::temp_dir() + "/symmetry-" + symmetry + ".json";
+  const cli_testing::Result r =
+      tessera("run -q --fidelity flow " + args + " --symmetry " + symmetry + " --report " + report);
+  EXPECT_EQ(r.status, 0) << r.err;
+  Outcome out;
+  out.err = r.err;
+  if (r.status != 0) return out;
+  const nlohmann::json j = nlohmann::json::parse(cli_testing::read_file(report));
+  out.iteration_s = j["iteration_time_s"].get<double>();
+  out.gpus = j["ranks"].size();
+  out.simulated = j["simulation"]["gpus_simulated"].get<size_t>();
+  return out;
+}
+
+struct Case {
+  const char* name;
+  std::string args;
+  bool replays;  // whether the replay holds (else the run is made in full)
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+const std::string kSmall = " --model gpt3-1.3b --layers 4 --micro-batch 1";
+
+class Symmetry : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Symmetry, SameReportAsEveryGpuSimulated) {
+  const Case& c = GetParam();
+  const Outcome on = run(c.args, "on"), off = run(c.args, "off");
+  ASSERT_GT(off.iteration_s, 0.0);
+  EXPECT_EQ(off.simulated, off.gpus);
+  EXPECT_LE(std::abs(on.iteration_s / off.iteration_s - 1), 0.005) << on.iteration_s << " vs " << off.iteration_s;
+  if (c.replays) {
+    EXPECT_LT(on.simulated, on.gpus / 4) << "the replicas should replay";
+    EXPECT_EQ(on.err.find("drifted apart"), std::string::npos) << on.err;
+  } else {
+    EXPECT_EQ(on.simulated, on.gpus);
+    EXPECT_NE(on.err.find("drifted apart"), std::string::npos) << on.err;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Suite, Symmetry,
+    ::testing::Values(
+        Case{"data_parallel", "--platform dgx-a100 --nodes 2 --tp 1 --pp 1 --dp 16 --global-batch 32" + kSmall, true},
+        Case{"tensor_and_pipeline", "--platform dgx-a100 --nodes 4 --tp 4 --pp 2 --dp 4 --global-batch 32" + kSmall, true},
+        Case{"interleaved", "--platform dgx-h100 --nodes 4 --model gpt3-1.3b --layers 8 --micro-batch 1 --tp 2 --pp 4 "
+                            "--dp 4 --schedule interleaved --vpp 2 --global-batch 32", true},
+        Case{"zero3", "--platform dgx-h100 --nodes 2 --tp 2 --pp 1 --dp 8 --zero 3 --global-batch 16" + kSmall, true},
+        Case{"moe_expert_parallel", "--platform dgx-h100 --nodes 2 --model mixtral-8x7b --layers 2 --micro-batch 1 "
+                                    "--tp 2 --pp 1 --dp 8 --ep 4 --sequence-parallel --global-batch 16", true},
+        Case{"oversubscribed_fat_tree", "--platform dgx-a100 --nodes 6 --set network.oversubscription=3 --tp 4 "
+                                        "--pp 2 --dp 6 --global-batch 24" + kSmall, true},
+        Case{"multi_rail", "--platform hgx-h200 --nodes 4 --tp 8 --pp 2 --dp 2 --global-batch 16" + kSmall, true},
+        Case{"torus", "--platform torus-3d --nodes 8 --set 'network.torus_dims=[2, 2, 2]' --tp 4 --pp 2 --dp 8 "
+                      "--global-batch 16" + kSmall, true},
+        // Uneven placement on an oversubscribed tree: replicas' transfers share uplinks unequally.
+        Case{"uneven_oversubscribed", "--platform dgx-a100 --nodes 10 --set network.oversubscription=4 --tp 1 "
+                                      "--pp 4 --dp 20 --global-batch 40" + kSmall, false},
+        Case{"uneven_across_leaves", "--platform dgx-a100 --nodes 24 --set network.oversubscription=4 --tp 8 "
+                                     "--pp 2 --dp 12 --global-batch 24" + kSmall, false}),
+    [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+
+TEST(SymmetryOption, OnOrOff) {
+  const cli_testing::Result r = tessera("run --symmetry maybe");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--symmetry: 'maybe' is not on or off"), std::string::npos) << r.err;
+}
+
+TEST(SymmetryOption, TheSummarySaysHowManyGpusRan) {
+  const cli_testing::Result r =
+      tessera("run --fidelity flow --platform dgx-a100 --nodes 2 --tp 1 --pp 1 --dp 16 --global-batch 32" + kSmall);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("symmetry              1 of 16 GPUs simulated"), std::string::npos) << r.out;
+}
+
+}  // namespace
