@@ -239,13 +239,13 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
       total_ops += rank.program->ops.size() * options.iterations;
   }
   TerminalProgress progress(total_ops, options.iterations, options.progress && isatty(STDERR_FILENO));
+  if (symmetric) follow_replicas(platform, replicas, watch);
   for (const workloads::Rank& rank : job.ranks) {
     models::Gpu& gpu = platform.gpu(rank.rank);
     if (options.trace) gpu.activity().enable_spans();
     gpu.set_kernel_timer(options.kernel_timer.get());
     gpu.command_processor().load(job, rank, graphs[rank.program.get()], &progress, options.iterations);
   }
-  if (symmetric) follow_replicas(platform, replicas, watch);
   const sc_core::sc_time bucket(options.trace_bucket_us, sc_core::SC_US);
   if (options.trace)  // (flow fidelity keeps no per-bucket link activity)
     for (const auto& link : platform.links()) link->record_activity(bucket);

@@ -51,11 +51,6 @@ Replicas find_replicas(const Job& job) {
   Replicas r;
   r.representative.resize(job.ranks.size());
   std::iota(r.representative.begin(), r.representative.end(), 0);
-  for (size_t i = 0; i < job.ranks.size(); ++i)
-    if (job.ranks[i].rank != static_cast<int>(i)) {  // (validated jobs number ranks in order)
-      r.simulated = static_cast<int>(job.ranks.size());
-      return r;
-    }
   // The first group with each sequence of programs is simulated.
   std::map<std::vector<const Program*>, const std::vector<int>*> first;
   const std::vector<std::vector<int>> groups = tied_groups(job);

@@ -26,6 +26,7 @@ struct Replicas {
   bool any() const { return simulated < static_cast<int>(representative.size()); }
 };
 
+// `job` is valid (workloads::validate: rank i is job.ranks[i]).
 Replicas find_replicas(const Job& job);
 
 }  // namespace tessera::workloads

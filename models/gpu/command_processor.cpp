@@ -1,7 +1,6 @@
 #include "models/gpu/command_processor.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "models/collectives/tuner.h"
 #include "tlm/extensions.h"
@@ -78,7 +77,7 @@ void CommandProcessor::load(const workloads::Job& job, const workloads::Rank& ra
   monitor_ = monitor;
   total_ = graph_->waits.size();
   iterations_ = iterations;
-  waits_ = graph_->waits;
+  if (leader_ == nullptr) waits_ = graph_->waits;  // a follower keeps no state per op
   calls_ = &rank_calls(rank, *graph_, own_calls_);
 }
 
@@ -122,7 +121,6 @@ void CommandProcessor::follow(CommandProcessor& representative, SymmetryMonitor&
   symmetry_ = &monitor;
   representative.symmetry_ = &monitor;
   representative.followers_.push_back(this);
-  std::vector<uint32_t>().swap(waits_);  // a follower keeps no state per op
 }
 
 void CommandProcessor::replay(uint32_t index) {
@@ -146,7 +144,7 @@ void CommandProcessor::matched(uint32_t index, bool leader) {
   const Unmatched other = it->second;
   unmatched_.erase(it);
   if (other.leader == leader) return symmetry_->diverged(rank_->rank, leader_->rank_->rank, index);
-  leader_->skewed(index, std::abs((now - other.at).to_seconds()));
+  leader_->skewed(index, (now - other.at).to_seconds());  // `other` came first
 }
 
 void CommandProcessor::skewed(uint32_t index, double seconds) {

@@ -66,10 +66,11 @@ class CommandProcessor : public sc_core::sc_module {
             std::shared_ptr<const ProgramGraph> graph, ProgressMonitor* monitor,
             uint64_t iterations = 1);
 
-  // Makes this GPU (loaded with its own rank, which runs the representative's program) a
-  // follower: it runs no op of its own; each communication op the representative issues, it
-  // issues at the same time with its own communicators and peers, so its collective engine
-  // takes its part in every call and the fabric carries its traffic. When an op has completed
+  // Makes this GPU a follower of `representative`, before either is loaded (a follower is
+  // loaded with its own rank, which runs the representative's program, and keeps no state per
+  // op): it runs no op of its own; each communication op the representative issues, it issues
+  // at the same time with its own communicators and peers, so its collective engine takes its
+  // part in every call and the fabric carries its traffic. When an op has completed
   // on the representative and all its followers, `monitor` learns how far apart.
   void follow(CommandProcessor& representative, SymmetryMonitor& monitor);
   bool follower() const { return leader_ != nullptr; }
