@@ -55,6 +55,7 @@ class Platform : public sc_core::sc_module {
   Fidelity fidelity() const { return fidelity_; }
   // Flow fidelity only (null in packet mode): the fabric and its links' names and kinds.
   const models::FlowFabric* flow_fabric() const { return flow_fabric_.get(); }
+  models::FlowFabric* flow_fabric() { return flow_fabric_.get(); }
   const RoutedPaths* flow_paths() const { return flow_paths_.get(); }
 
   const PlatformConfig& config() const { return config_; }

@@ -313,6 +313,56 @@ void Routing::build_network_tables() {
   }
 }
 
+void Routing::mark_routes(uint32_t from, uint32_t target, uint8_t use, std::vector<uint8_t>& links) const {
+  const NodeTemplate& nt = topology_.node;
+  const Graph& g = nt.graph;
+  const uint32_t end = target < nt.gpus ? target : nt.gateways[target - nt.gpus];
+  std::vector<uint32_t> stack{from};
+  std::vector<bool> seen(g.devices.size(), false);
+  seen[from] = true;
+  while (!stack.empty()) {
+    const uint32_t v = stack.back();
+    stack.pop_back();
+    if (v == end) continue;
+    const uint32_t list = node_table_[size_t(v) * node_targets_ + target];
+    if (list == PortLists::kNone) continue;
+    for (uint32_t i = node_lists_.begin[list]; i < node_lists_.begin[list + 1]; ++i) {
+      const uint32_t port = node_lists_.ports[i];
+      const uint32_t li = g.devices[v].port_links[port];
+      const GraphLink& l = g.links[li];
+      links[2 * li + ((l.a == v && l.a_port == port) ? 0 : 1)] |= use;
+      const uint32_t w = g.neighbor(v, port);
+      if (!seen[w]) stack.push_back(w);
+      seen[w] = true;
+    }
+  }
+}
+
+std::vector<uint8_t> Routing::node_link_use() const {
+  const NodeTemplate& nt = topology_.node;
+  const Graph& g = nt.graph;
+  std::vector<uint8_t> links(2 * g.links.size(), 0);
+  const uint32_t gateways = static_cast<uint32_t>(nt.gateways.size());
+  for (uint32_t a = 0; a < nt.gpus; ++a) {
+    for (uint32_t b = 0; b < nt.gpus; ++b)
+      if (a != b) mark_routes(a, b, kBetweenGpus, links);
+    for (uint32_t gw = 0; gw < gateways; ++gw) {
+      mark_routes(a, nt.gpus + gw, kThroughGateways, links);              // leaving
+      mark_routes(nt.gateways[gw], a, kThroughGateways, links);           // entering
+    }
+    // In-switch reduction: up any of the GPU's NVSwitch ports; back down by the tables.
+    if (nvswitch_ports_[a] == PortLists::kNone) continue;
+    for (uint32_t i = node_lists_.begin[nvswitch_ports_[a]]; i < node_lists_.begin[nvswitch_ports_[a] + 1]; ++i) {
+      const uint32_t port = node_lists_.ports[i];
+      const uint32_t li = g.devices[a].port_links[port];
+      const GraphLink& l = g.links[li];
+      links[2 * li + ((l.a == a && l.a_port == port) ? 0 : 1)] |= kBetweenGpus;
+      for (uint32_t b = 0; b < nt.gpus; ++b) mark_routes(g.neighbor(a, port), b, kBetweenGpus, links);
+    }
+  }
+  return links;
+}
+
 uint32_t Routing::node_next(uint32_t node, uint32_t device, protocol::FabricTransfer& t) const {
   const NodeTemplate& nt = topology_.node;
   const uint64_t h = hash(t);

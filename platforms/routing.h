@@ -110,6 +110,14 @@ class Routing {
   // aggregation tree starts (platforms/aggregation.h). -1: the node has no way out.
   int32_t home_gateway(uint32_t gpu) const { return home_gateway_[gpu]; }
 
+  // What may cross each directed link of the node template (index 2 x link + 0 from its end a,
+  // + 1 from its end b), over every choice the tables offer: kBetweenGpus, traffic between two
+  // GPUs of the node (in-switch reduction and multicast included); kThroughGateways, traffic
+  // leaving or entering the node. GPUs and gateways never forward other nodes' traffic, so
+  // nothing else crosses a node's links.
+  static constexpr uint8_t kBetweenGpus = 1, kThroughGateways = 2;
+  std::vector<uint8_t> node_link_use() const;
+
  private:
   uint32_t node_target(uint32_t node, const protocol::FabricTransfer& t) const;
   uint32_t gateway_uplink(uint32_t gateway_device, uint32_t destination_gateway, uint64_t& turn) const;
@@ -117,6 +125,8 @@ class Routing {
   // its transfer that the source GPU sent there (hash `h` picked the gateway).
   uint64_t gateway_turn(const protocol::FabricTransfer& t, uint64_t h) const;
   void build_node_tables();
+  // Marks `use` on every directed node link of every route from `from` to node target `target`.
+  void mark_routes(uint32_t from, uint32_t target, uint8_t use, std::vector<uint8_t>& links) const;
   void build_network_tables();
 
   const PlatformGraph& topology_;

@@ -199,7 +199,10 @@ ordered_json report_json(const platforms::PlatformConfig& platform, const worklo
   if (r.fidelity == platforms::Fidelity::Analytic) j["simulation"]["ranks_costed"] = r.classes;
   if (r.fidelity != platforms::Fidelity::Analytic)
     j["simulation"]["gpus_simulated"] = r.gpus_simulated > 0 ? size_t(r.gpus_simulated) : r.ranks.size();
-  if (r.gpus_simulated > 0) j["simulation"]["symmetry_skew_s"] = r.symmetry_skew_s;
+  if (r.gpus_simulated > 0) {
+    j["simulation"]["symmetry_skew_s"] = r.symmetry_skew_s;
+    j["simulation"]["quiet_nodes"] = r.quiet_nodes;
+  }
   if (!r.rtl.empty()) j["rtl"] = rtl_json(r);
   return j;
 }
@@ -265,6 +268,10 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
     out << "  symmetry              " << r.gpus_simulated << " of " << r.ranks.size()
         << " GPUs simulated, the others replay one of them; their communication completed "
         << format("%.3f us", r.symmetry_skew_s * 1e6) << " apart in all (--symmetry off simulates every GPU)\n";
+  if (r.quiet_nodes > 0)
+    out << "  quiet nodes           " << r.quiet_nodes
+        << " nodes of replaying GPUs only: their calls among their own GPUs were left out, and their links"
+           " between GPUs report a like node's traffic\n";
   if (!r.fidelity_reason.empty())
     out << "  fidelity              " << platforms::fidelity_name(r.fidelity) << " (" << r.fidelity_reason << ")\n";
   double busiest = 0;

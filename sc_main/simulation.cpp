@@ -136,6 +136,10 @@ class SymmetryWatch : public models::SymmetryMonitor {
     stop("GPU " + std::to_string(follower) + "'s op " + std::to_string(op) +
          " completed a call more or fewer times than GPU " + std::to_string(representative) + "'s, which it replays");
   }
+  // A flow crossed a link left to quiet nodes' calls.
+  void crossed(const std::string& link) {
+    stop("a flow crossed " + link + ", a link between the GPUs of a node whose calls among them were left out");
+  }
   const std::string& broken() const { return broken_; }
   double total_s() const { return total_s_; }
 
@@ -168,6 +172,48 @@ void follow_replicas(platforms::Platform& platform, const workloads::Replicas& r
     const int rep = replicas.representative[r];
     if (rep == static_cast<int>(r)) continue;
     platform.gpu(r).command_processor().follow(platform.gpu(size_t(rep)).command_processor(), watch);
+  }
+}
+
+// Followers in quiet nodes leave out their calls among the node's GPUs, where the node's links
+// between GPUs carry nothing else (flow fidelity); the fabric stops the run if a flow crosses one.
+workloads::QuietNodes leave_out_quiet_calls(platforms::Platform& platform, const workloads::Job& job,
+                                            const workloads::Replicas& replicas, SymmetryWatch& watch) {
+  models::FlowFabric* fabric = platform.flow_fabric();
+  if (fabric == nullptr) return {};
+  const std::vector<uint8_t> use = platform.routing().node_link_use();
+  for (uint8_t u : use)
+    if (u == (platforms::Routing::kBetweenGpus | platforms::Routing::kThroughGateways)) return {};
+  workloads::QuietNodes quiet = workloads::quiet_nodes(job, replicas, int(platform.routing().topology().node.gpus));
+  if (quiet.quiet == 0) return quiet;
+  const platforms::RoutedPaths& paths = *platform.flow_paths();
+  std::vector<bool> forbidden(fabric->links(), false);
+  for (size_t node = 0; node < quiet.mirror.size(); ++node)
+    if (quiet.mirror[node] >= 0)
+      for (uint32_t t = 0; t < use.size(); ++t)
+        if (use[t] & platforms::Routing::kBetweenGpus) forbidden[paths.node_link_id(uint32_t(node), t)] = true;
+  fabric->forbid(std::move(forbidden), [&watch, &paths](uint32_t link) { watch.crossed(paths.name(link)); });
+  for (size_t r = 0; r < quiet.communicators.size(); ++r)
+    if (!quiet.communicators[r].empty() || !quiet.peers[r].empty())
+      platform.gpu(r).command_processor().leave_out(std::move(quiet.communicators[r]), std::move(quiet.peers[r]));
+  return quiet;
+}
+
+// A quiet node's links between its GPUs report what its mirror's carried.
+void mirror_quiet_links(const platforms::Platform& platform, const workloads::QuietNodes& quiet,
+                        std::vector<LinkResult>& links, size_t first) {
+  const std::vector<uint8_t> use = platform.routing().node_link_use();
+  const platforms::RoutedPaths& paths = *platform.flow_paths();
+  for (size_t node = 0; node < quiet.mirror.size(); ++node) {
+    if (quiet.mirror[node] < 0) continue;
+    for (uint32_t t = 0; t < use.size(); ++t) {
+      if (!(use[t] & platforms::Routing::kBetweenGpus)) continue;
+      LinkResult& to = links[first + paths.node_link_id(uint32_t(node), t)];
+      const LinkResult& from = links[first + paths.node_link_id(uint32_t(quiet.mirror[node]), t)];
+      to.bytes = from.bytes;
+      to.chunks = from.chunks;
+      to.busy_s = from.busy_s;
+    }
   }
 }
 
@@ -239,7 +285,11 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
       total_ops += rank.program->ops.size() * options.iterations;
   }
   TerminalProgress progress(total_ops, options.iterations, options.progress && isatty(STDERR_FILENO));
-  if (symmetric) follow_replicas(platform, replicas, watch);
+  workloads::QuietNodes quiet;
+  if (symmetric) {
+    follow_replicas(platform, replicas, watch);
+    quiet = leave_out_quiet_calls(platform, job, replicas, watch);
+  }
   for (const workloads::Rank& rank : job.ranks) {
     models::Gpu& gpu = platform.gpu(rank.rank);
     if (options.trace) gpu.activity().enable_spans();
@@ -274,6 +324,7 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
   if (symmetric) {
     result.gpus_simulated = replicas.simulated;
     result.symmetry_skew_s = watch.total_s();
+    result.quiet_nodes = quiet.quiet;
   }
   sc_core::sc_time end = sc_core::SC_ZERO_TIME;
   for (size_t r = 0; r < platform.gpu_count(); ++r) {
@@ -309,7 +360,8 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
   }
   if (const models::FlowFabric* fabric = platform.flow_fabric()) {
     const platforms::RoutedPaths& paths = *platform.flow_paths();
-    result.links.reserve(fabric->links());
+    const size_t first = result.links.size();
+    result.links.reserve(first + fabric->links());
     for (uint32_t id = 0; id < fabric->links(); ++id) {
       LinkResult lr;
       lr.name = paths.name(id);
@@ -321,6 +373,7 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
       result.transactions += lr.chunks;
       result.links.push_back(std::move(lr));
     }
+    if (quiet.quiet > 0) mirror_quiet_links(platform, quiet, result.links, first);
     result.flows = fabric->flows_started();
   }
   result.payloads_created = pool.created();

@@ -105,6 +105,8 @@ struct SimulationResult {
                                // replayed one of them); 0: every GPU ran its own
   double symmetry_skew_s = 0;  // with symmetry: op by op, the farthest a replaying GPU's
                                // communication completed from its representative's, summed
+  int quiet_nodes = 0;         // with symmetry: nodes whose calls among their own GPUs were left
+                               // out (workloads::quiet_nodes); their links mirror another node's
   int classes = 0;             // analytic fidelity: ranks costed (one per class of equivalent ranks)
   double wall_s = 0;
   double cpu_s = 0;            // analytic fidelity: CPU time of the model

@@ -65,4 +65,91 @@ Replicas find_replicas(const Job& job) {
   return r;
 }
 
+namespace {
+
+// A node's calls in its own terms: per place, its program, then per slot the places of the
+// call's members in the node (-1: a call that reaches beyond it). What a mirror must match.
+class NodeShapes {
+ public:
+  NodeShapes(const Job& job, int gpus_per_node) : job_(job), g_(gpus_per_node) {
+    // Per communicator: the node holding all its members, or -1.
+    home_.assign(job.communicators.size(), -1);
+    for (size_t c = 0; c < job.communicators.size(); ++c) {
+      const std::vector<int>& members = job.communicators[c].ranks;
+      if (members.empty()) continue;
+      const int node = members.front() / g_;
+      bool home = true;
+      for (int m : members) home = home && m / g_ == node;
+      if (home) home_[c] = node;
+    }
+  }
+  // Nodes holding two members of a call that reaches beyond them.
+  std::vector<bool> crowded_nodes(size_t nodes) const {
+    std::vector<bool> out(nodes, false);
+    std::map<int, int> per_node;
+    for (size_t c = 0; c < home_.size(); ++c) {
+      if (home_[c] >= 0) continue;
+      per_node.clear();
+      for (int m : job_.communicators[c].ranks)
+        if (++per_node[m / g_] > 1 && size_t(m / g_) < nodes) out[size_t(m / g_)] = true;
+    }
+    return out;
+  }
+  bool internal_communicator(int c) const { return c >= 0 && home_[size_t(c)] >= 0; }
+  bool internal_peer(int rank, int peer) const { return peer >= 0 && rank / g_ == peer / g_; }
+  std::vector<intptr_t> shape(int node) const {
+    std::vector<intptr_t> out;
+    for (int place = 0; place < g_; ++place) {
+      const Rank& r = job_.ranks[size_t(node * g_ + place)];
+      out.push_back(reinterpret_cast<intptr_t>(r.program.get()));
+      for (int c : r.communicators) {
+        out.push_back(-2);  // a slot
+        if (!internal_communicator(c)) continue;
+        for (int m : job_.communicators[size_t(c)].ranks) out.push_back(m % g_);
+      }
+      for (int peer : r.peers) out.push_back(internal_peer(r.rank, peer) ? -3 - peer % g_ : -1);
+    }
+    return out;
+  }
+
+ private:
+  const Job& job_;
+  const int g_;
+  std::vector<int> home_;
+};
+
+}  // namespace
+
+QuietNodes quiet_nodes(const Job& job, const Replicas& replicas, int gpus_per_node) {
+  QuietNodes q;
+  const size_t n = job.ranks.size();
+  q.communicators.resize(n);
+  q.peers.resize(n);
+  if (gpus_per_node <= 0 || n % size_t(gpus_per_node) != 0) return q;  // whole nodes only
+  const size_t nodes = n / size_t(gpus_per_node);
+  q.mirror.assign(nodes, -1);
+  const NodeShapes shapes(job, gpus_per_node);
+  const std::vector<bool> crowded = shapes.crowded_nodes(nodes);
+  std::vector<bool> simulated(nodes, false);
+  for (size_t r = 0; r < n; ++r)
+    if (replicas.representative[r] == int(r)) simulated[r / size_t(gpus_per_node)] = true;
+  // The first node with a simulated GPU of each shape mirrors the quiet nodes of that shape.
+  std::map<std::vector<intptr_t>, int> mirrors;
+  for (size_t node = 0; node < nodes; ++node)
+    if (simulated[node] && !crowded[node]) mirrors.emplace(shapes.shape(int(node)), int(node));
+  for (size_t node = 0; node < nodes; ++node) {
+    if (simulated[node] || crowded[node]) continue;
+    const auto it = mirrors.find(shapes.shape(int(node)));
+    if (it == mirrors.end()) continue;
+    q.mirror[node] = it->second;
+    ++q.quiet;
+    for (size_t r = node * size_t(gpus_per_node); r < (node + 1) * size_t(gpus_per_node); ++r) {
+      const Rank& rank = job.ranks[r];
+      for (int c : rank.communicators) q.communicators[r].push_back(shapes.internal_communicator(c));
+      for (int peer : rank.peers) q.peers[r].push_back(shapes.internal_peer(rank.rank, peer));
+    }
+  }
+  return q;
+}
+
 }  // namespace tessera::workloads

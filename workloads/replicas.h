@@ -13,6 +13,7 @@
 // where that adds up to too much (sc_main/simulation.cpp).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "workloads/program.h"
@@ -28,5 +29,23 @@ struct Replicas {
 
 // `job` is valid (workloads::validate: rank i is job.ranks[i]).
 Replicas find_replicas(const Job& job);
+
+// Quiet nodes: nodes (of `gpus_per_node` consecutive ranks) where no GPU is simulated, whose
+// calls among their own GPUs (collectives whose members are all in the node, sends and receives
+// between two of its GPUs) a follower leaves out: nothing simulated waits for them, and where a
+// node's links between its GPUs carry nothing else (Routing::node_link_use; checked as the run
+// goes by the flow fabric), nothing simulated shares their links. A node is quiet when
+//  - its GPUs are all followers;
+//  - no call that reaches beyond the node has two members in it (its traffic between them
+//    would share the links left out);
+//  - a node with a simulated GPU mirrors it: the same programs at every place in the node and
+//    the same calls among its GPUs (same slots, same places, same order), none reaching beyond
+//    with two members; the report gives the quiet node's links between GPUs that node's figures.
+struct QuietNodes {
+  std::vector<int> mirror;  // per node: the node it mirrors, or -1 where it is not quiet
+  std::vector<std::vector<bool>> communicators, peers;  // per rank, per slot: a call left out
+  int quiet = 0;                                          // quiet nodes
+};
+QuietNodes quiet_nodes(const Job& job, const Replicas& replicas, int gpus_per_node);
 
 }  // namespace tessera::workloads

@@ -63,6 +63,12 @@ FlowFabric::FlowFabric(sc_core::sc_module_name name, const PathProvider& paths, 
   protocol::spawn_method("deliver", &arrival_, [this] { deliver(); });
 }
 
+void FlowFabric::forbid(std::vector<bool> links, std::function<void(uint32_t)> crossed) {
+  forbidden_ = std::move(links);
+  forbidden_.resize(links_.size(), false);
+  crossed_ = std::move(crossed);
+}
+
 void FlowFabric::attach(uint32_t rank, FlowSink& sink) {
   if (sinks_.size() <= rank) sinks_.resize(rank + 1, nullptr);
   sinks_[rank] = &sink;
@@ -103,6 +109,7 @@ void FlowFabric::start(tlm::tlm_generic_payload& gp, PacketSource& source, uint3
   hop_links_.clear();
   hop_weights_.clear();
   for (uint32_t l : path_) {
+    if (!forbidden_.empty() && forbidden_[l]) crossed_(l);
     const FlowLink& spec = links_.at(l).spec;
     latency += spec.timing.latency + spec.hop_latency;
     const double wire = spec.timing.wire_bytes(t.bytes) * t.wire_factor;

@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -109,6 +110,10 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   // Starts a flow for the chunk `gp` (FabricTransfer extension). The fabric holds a reference
   // to a pooled payload from here until it has handed the chunk to the sink.
   void inject(tlm::tlm_generic_payload& gp, PacketSource& source) override;
+
+  // Links no flow may cross (a symmetric run's quiet nodes' links between their GPUs, whose
+  // calls were left out): `crossed(link)` is called for each flow that does, at its start.
+  void forbid(std::vector<bool> links, std::function<void(uint32_t link)> crossed);
 
   // Per link, like models/link/link.h: payload bytes and chunks of the flows that finished on
   // the link, and busy time (the sum of the serialization times of their wire bytes at the
@@ -193,6 +198,8 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   std::vector<Timed> arrivals_;     // plain heap (time, sequence)
   std::vector<uint32_t> done_;
   std::vector<std::pair<tlm::tlm_generic_payload*, PacketSource*>> left_;
+  std::vector<bool> forbidden_;      // by link (empty: none)
+  std::function<void(uint32_t)> crossed_;
   std::vector<uint32_t> path_;       // scratch: the path of the flow being injected
   std::vector<uint32_t> hop_links_;  // scratch: what the allocator sees of it
   std::vector<double> hop_weights_;

@@ -112,8 +112,25 @@ void CommandProcessor::issue(uint32_t index) {
   tlm::tlm_phase phase = tlm::BEGIN_REQ;
   sc_time delay = sc_core::SC_ZERO_TIME;
   (*socket)->nb_transport_fw(*gp, phase, delay);  // engines accept at once (END_REQ)
-  if (socket == &to_collectives)
-    for (CommandProcessor* f : followers_) f->replay(index);
+  if (socket != &to_collectives || followers_.empty()) return;
+  uint32_t replaying = 0;
+  for (CommandProcessor* f : followers_)
+    if (f->replays(index)) {
+      f->replay(index);
+      ++replaying;
+    }
+  if (replaying > 0) skews_[index].replaying = replaying;
+}
+
+void CommandProcessor::leave_out(std::vector<bool> communicator_slots, std::vector<bool> peer_slots) {
+  quiet_communicators_ = std::move(communicator_slots);
+  quiet_peers_ = std::move(peer_slots);
+}
+
+bool CommandProcessor::replays(uint32_t index) const {
+  const workloads::Op& op = rank_->program->ops[index];
+  const std::vector<bool>& quiet = op.kind == OpKind::Collective ? quiet_communicators_ : quiet_peers_;
+  return size_t(op.slot) >= quiet.size() || !quiet[size_t(op.slot)];
 }
 
 void CommandProcessor::follow(CommandProcessor& representative, SymmetryMonitor& monitor) {
@@ -150,7 +167,7 @@ void CommandProcessor::matched(uint32_t index, bool leader) {
 void CommandProcessor::skewed(uint32_t index, double seconds) {
   Skew& s = skews_[index];
   s.seconds = std::max(s.seconds, seconds);
-  if (++s.followers < followers_.size()) return;
+  if (++s.followers < s.replaying) return;
   const double farthest = s.seconds;
   skews_.erase(index);
   symmetry_->skew(rank_->rank, index, farthest);
@@ -171,7 +188,8 @@ tlm::tlm_sync_enum CommandProcessor::nb_transport_bw(tlm::tlm_generic_payload& g
   if (kind != OpKind::Compute && kind != OpKind::MemCopy) {
     activity_.communication_end(cause_of_op(*job_, *rank_, op));
     activity_.span(index, protocol::collective_event(gp).issued_at, sc_core::sc_time_stamp());
-    for (CommandProcessor* f : followers_) f->matched(index, true);
+    for (CommandProcessor* f : followers_)
+      if (f->replays(index)) f->matched(index, true);
   }
   gp.release();
   complete(index);

@@ -74,6 +74,10 @@ class CommandProcessor : public sc_core::sc_module {
   // on the representative and all its followers, `monitor` learns how far apart.
   void follow(CommandProcessor& representative, SymmetryMonitor& monitor);
   bool follower() const { return leader_ != nullptr; }
+  // A follower: the communicator slots and send/receive peer slots of its program whose calls it
+  // leaves out (every member a follower whose traffic no simulated GPU's shares:
+  // workloads::quiet_calls); its representative's calls on them are not replayed here.
+  void leave_out(std::vector<bool> communicator_slots, std::vector<bool> peer_slots);
   // A follower: every op it issued completed and matched its representative's.
   bool in_step() const { return replaying_ == 0 && unmatched_.empty(); }
 
@@ -92,6 +96,7 @@ class CommandProcessor : public sc_core::sc_module {
   void start_iteration();
   void issue(uint32_t op);
   void replay(uint32_t op);
+  bool replays(uint32_t op) const;
   // Op `index` completed on the representative (`leader`) or on this follower.
   void matched(uint32_t index, bool leader);
   void complete(uint32_t op);
@@ -117,6 +122,7 @@ class CommandProcessor : public sc_core::sc_module {
   // one side only, when and on which.
   CommandProcessor* leader_ = nullptr;
   std::vector<CommandProcessor*> followers_;
+  std::vector<bool> quiet_communicators_, quiet_peers_;  // a follower's slots left out
   SymmetryMonitor* symmetry_ = nullptr;
   struct Unmatched {
     sc_core::sc_time at;
@@ -126,7 +132,8 @@ class CommandProcessor : public sc_core::sc_module {
   // A representative: per op completed on some of its followers, the farthest apart so far.
   struct Skew {
     double seconds = 0;
-    uint32_t followers = 0;
+    uint32_t followers = 0;  // that completed it
+    uint32_t replaying = 0;  // that replay it
   };
   std::unordered_map<uint32_t, Skew> skews_;
   void skewed(uint32_t index, double seconds);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
@@ -17,6 +18,8 @@ using cli_testing::tessera;
 struct Outcome {
   double iteration_s = 0;
   size_t gpus = 0, simulated = 0;
+  int quiet_nodes = 0;
+  std::map<std::string, double> link_bytes;
   std::string err;
 };
 
@@ -32,6 +35,8 @@ Outcome run(const std::string& args, const std::string& symmetry) {
   out.iteration_s = j["iteration_time_s"].get<double>();
   out.gpus = j["ranks"].size();
   out.simulated = j["simulation"]["gpus_simulated"].get<size_t>();
+  out.quiet_nodes = j["simulation"].value("quiet_nodes", 0);
+  for (const auto& link : j["links"]) out.link_bytes[link["name"].get<std::string>()] = link["bytes"].get<double>();
   return out;
 }
 
@@ -39,6 +44,7 @@ struct Case {
   const char* name;
   std::string args;
   bool replays;  // whether the replay holds (else the run is made in full)
+  int quiet_nodes = 0;  // nodes whose calls among their GPUs are left out
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -56,6 +62,11 @@ TEST_P(Symmetry, SameReportAsEveryGpuSimulated) {
   if (c.replays) {
     EXPECT_LT(on.simulated, on.gpus / 4) << "the replicas should replay";
     EXPECT_EQ(on.err.find("drifted apart"), std::string::npos) << on.err;
+    EXPECT_EQ(on.quiet_nodes, c.quiet_nodes);
+    // Every link carried what it carries in the full run, quiet nodes' links included.
+    ASSERT_EQ(on.link_bytes.size(), off.link_bytes.size());
+    for (const auto& [name, bytes] : off.link_bytes)
+      EXPECT_LE(std::abs(on.link_bytes.at(name) - bytes), 0.005 * bytes) << name;
   } else {
     EXPECT_EQ(on.simulated, on.gpus);
     EXPECT_NE(on.err.find("drifted apart"), std::string::npos) << on.err;
@@ -74,7 +85,7 @@ INSTANTIATE_TEST_SUITE_P(
                                     "--tp 2 --pp 1 --dp 8 --ep 4 --sequence-parallel --global-batch 16", true},
         Case{"oversubscribed_fat_tree", "--platform dgx-a100 --nodes 6 --set network.oversubscription=3 --tp 4 "
                                         "--pp 2 --dp 6 --global-batch 24" + kSmall, true},
-        Case{"multi_rail", "--platform hgx-h200 --nodes 4 --tp 8 --pp 2 --dp 2 --global-batch 16" + kSmall, true},
+        Case{"multi_rail", "--platform hgx-h200 --nodes 4 --tp 8 --pp 2 --dp 2 --global-batch 16" + kSmall, true, 2},
         Case{"torus", "--platform torus-3d --nodes 8 --set 'network.torus_dims=[2, 2, 2]' --tp 4 --pp 2 --dp 8 "
                       "--global-batch 16" + kSmall, true},
         // Uneven placement on an oversubscribed tree: replicas' transfers share uplinks unequally.

@@ -291,6 +291,32 @@ TEST_F(FlowFabricTest, FlowsGetMaxMinSharesOfTheirBottlenecks) {
 
 // Three links of 100 ns and two switches of 50 ns: 400 ns once, after the last byte leaves
 // (cut-through; packet mode would also store and forward the chunk at each switch).
+// A forbidden link (a quiet node's, in a symmetric run) is reported for each flow that crosses
+// it, at the flow's start; others pass.
+TEST_F(FlowFabricTest, AFlowCrossingAForbiddenLinkIsReported) {
+  TablePaths paths(3);
+  const uint32_t open = paths.add_link(kB), closed = paths.add_link(kB);
+  paths.set_path(0, 1, {open});
+  paths.set_path(0, 2, {open, closed});
+  const nlohmann::json r = testing::run_in_child([&] {
+    FlowScenario scenario("scenario", paths, {{0, 0, 1, kS}, {1e-6, 0, 2, kS}, {2e-6, 0, 2, kS}}, 3);
+    std::vector<std::pair<uint32_t, double>> crossed;
+    scenario.fabric.forbid({false, true}, [&](uint32_t link) {
+      crossed.emplace_back(link, sc_core::sc_time_stamp().to_seconds());
+    });
+    sc_core::sc_start();
+    nlohmann::json out;
+    out["crossed"] = nlohmann::json::array();
+    for (const auto& [link, at] : crossed) out["crossed"].push_back({link, at});
+    return out;
+  });
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  ASSERT_EQ(r["crossed"].size(), 2u) << r.dump();
+  EXPECT_EQ(r["crossed"][0][0].get<uint32_t>(), closed);
+  EXPECT_DOUBLE_EQ(r["crossed"][0][1].get<double>(), 1e-6);
+  EXPECT_DOUBLE_EQ(r["crossed"][1][1].get<double>(), 2e-6);
+}
+
 TEST_F(FlowFabricTest, LatencyIsAddedOncePerPath) {
   TablePaths paths(2);
   const uint32_t up = paths.add_link(kB, ns(100));

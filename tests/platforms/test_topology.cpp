@@ -234,6 +234,45 @@ TEST(Routes, IntraNodeRoutesOnNvlinkPlatformsNeverUsePcie) {
   }
 }
 
+// What crosses a node's links: on a DGX, traffic between its GPUs keeps to NVLink and traffic in
+// and out of the node to PCIe, so they never share a link; on pcie-8gpu both cross the PCIe
+// switches' uplinks; on nvl-256 the NVSwitches' links carry both.
+TEST(Routes, NodeLinkUseSeparatesTrafficBetweenGpusFromTrafficThroughGateways) {
+  const auto shared = [](const std::vector<uint8_t>& use) {
+    int between = 0, both = 0;
+    for (uint8_t u : use) {
+      between += (u & Routing::kBetweenGpus) != 0;
+      both += u == (Routing::kBetweenGpus | Routing::kThroughGateways);
+    }
+    return std::make_pair(between, both);
+  };
+  for (const char* name : {"dgx-a100", "dgx-h100", "hgx-h200"}) {
+    const PlatformGraph g = generate_topology(load_platform(name, {"nodes=2"}));
+    const Routing routing(g);
+    const std::vector<uint8_t> use = routing.node_link_use();
+    ASSERT_EQ(use.size(), 2 * g.node.graph.links.size());
+    const auto [between, both] = shared(use);
+    EXPECT_GT(between, 0) << name;
+    EXPECT_EQ(both, 0) << name;
+    for (size_t t = 0; t < use.size(); ++t) {
+      const GraphLink& l = g.node.graph.links[t / 2];
+      if (use[t] & Routing::kBetweenGpus) {
+        EXPECT_EQ(l.kind, LinkKind::Nvlink) << name << " link " << t;
+      }
+      if (use[t] & Routing::kThroughGateways) {
+        EXPECT_EQ(l.kind, LinkKind::Pcie) << name << " link " << t;
+      }
+    }
+  }
+  for (const PlatformConfig& c :
+       {load_platform("pcie-8gpu", {"nodes=4", "network.topology=fat-tree", "network.radix=4"}),
+        load_platform("nvl-256", {"nodes=2"})}) {
+    const PlatformGraph g = generate_topology(c);
+    const Routing routing(g);
+    EXPECT_GT(shared(routing.node_link_use()).second, 0) << c.name;
+  }
+}
+
 TEST(Routes, PcieOnlyNodesCrossTheHostBetweenPcieSwitches) {
   const PlatformConfig c = load_platform("pcie-8gpu");
   const PlatformGraph g = generate_topology(c);

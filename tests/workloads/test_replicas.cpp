@@ -77,5 +77,50 @@ TEST(Replicas, NoGroupsAlikeNoFollowers) {
   EXPECT_FALSE(find_replicas(lone).any());
 }
 
+
+// With two GPUs per node each node is one stage's tensor pair: nodes 0 and 1 hold the simulated
+// ranks 0 and 2; nodes 2 and 3 hold followers only, their tp calls among their own GPUs, their
+// dp calls and sends across nodes with one member in each: quiet, mirroring nodes 0 and 1.
+TEST(QuietNodes, FollowerNodesLeaveOutTheirCallsAmongTheirGpus) {
+  const Job job = pipeline_job();
+  const QuietNodes q = quiet_nodes(job, find_replicas(job), 2);
+  EXPECT_EQ(q.quiet, 2);
+  EXPECT_EQ(q.mirror, (std::vector<int>{-1, -1, 0, 1}));
+  for (int r = 0; r < 4; ++r) EXPECT_TRUE(q.communicators[size_t(r)].empty()) << r;
+  // Rank 4's slots: its tp communicator (left out), its dp one; its peer in node 3.
+  EXPECT_EQ(q.communicators[4], (std::vector<bool>{true, false}));
+  EXPECT_EQ(q.peers[4], (std::vector<bool>{false}));
+}
+
+// Four GPUs per node: a node is a whole replica; the followers' node sends within itself too.
+TEST(QuietNodes, SendsBetweenAQuietNodesGpusAreLeftOut) {
+  const Job job = pipeline_job();
+  const QuietNodes q = quiet_nodes(job, find_replicas(job), 4);
+  EXPECT_EQ(q.quiet, 1);
+  EXPECT_EQ(q.mirror, (std::vector<int>{-1, 0}));
+  EXPECT_EQ(q.peers[6], (std::vector<bool>{true}));
+}
+
+TEST(QuietNodes, ACallReachingBeyondANodeWithTwoMembersInItKeepsItsCalls) {
+  Job job = pipeline_job();
+  // Ranks 0, 4 and 5 run the first stage's program: a group across replicas with two members in
+  // node 1, whose traffic between 4 and 5 would share node 1's links.
+  job.communicators.push_back({"across", {0, 4, 5}});
+  for (int r : {0, 4, 5}) job.ranks[size_t(r)].communicators.push_back(int(job.communicators.size()) - 1);
+  const QuietNodes q = quiet_nodes(job, find_replicas(job), 4);
+  EXPECT_EQ(q.quiet, 0);
+  EXPECT_EQ(q.mirror, (std::vector<int>{-1, -1}));
+}
+
+TEST(QuietNodes, ANodeUnlikeEverySimulatedOneKeepsItsCalls) {
+  Job job = pipeline_job();
+  // Replica 1's first tensor pair in the other order: no node with a simulated GPU has its shape.
+  job.communicators[2].ranks = {5, 4};
+  const QuietNodes q = quiet_nodes(job, find_replicas(job), 4);
+  EXPECT_EQ(q.quiet, 0);
+  // Partial nodes are never quiet.
+  EXPECT_EQ(quiet_nodes(job, find_replicas(job), 3).quiet, 0);
+}
+
 }  // namespace
 }  // namespace tessera::workloads
