@@ -41,7 +41,6 @@ class RoutedPaths : public models::PathProvider {
   LinkKind kind(uint32_t id) const { return graph_link(id).kind; }
   // Node `node`'s directed link `template_link` (the index of Routing::node_link_use).
   uint32_t node_link_id(uint32_t node, uint32_t template_link) const { return 2 * node * node_links_ + template_link; }
-  uint32_t template_links() const { return 2 * node_links_; }
 
  private:
   const GraphLink& graph_link(uint32_t id) const;

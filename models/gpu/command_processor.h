@@ -76,7 +76,7 @@ class CommandProcessor : public sc_core::sc_module {
   bool follower() const { return leader_ != nullptr; }
   // A follower: the communicator slots and send/receive peer slots of its program whose calls it
   // leaves out (every member a follower whose traffic no simulated GPU's shares:
-  // workloads::quiet_calls); its representative's calls on them are not replayed here.
+  // workloads::quiet_nodes); its representative's calls on them are not replayed here.
   void leave_out(std::vector<bool> communicator_slots, std::vector<bool> peer_slots);
   // A follower: every op it issued completed and matched its representative's.
   bool in_step() const { return replaying_ == 0 && unmatched_.empty(); }
