@@ -1,11 +1,11 @@
 #include "sc_main/watchdog.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 
 #include "sc_main/cli.h"
 #include "sc_main/input_error.h"
@@ -19,11 +19,22 @@ double machine_memory_bytes() {
   return double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
 }
 
+// Read with system calls into a buffer on the stack: the watching thread takes no lock that
+// the simulation's thread may need (the allocator's, the locale's), so a process forked while
+// it reads (run_without_rtl's child, which runs a simulation) never inherits one held.
 double resident_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  double pages = 0, resident = 0;
-  statm >> pages >> resident;
-  return resident * double(sysconf(_SC_PAGESIZE));
+  const int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char text[128];
+  const ssize_t got = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  if (got <= 0) return 0;
+  // "size resident shared ...", in pages: the second field.
+  ssize_t i = 0;
+  while (i < got && text[i] != ' ') ++i;
+  double pages = 0;
+  for (++i; i < got && text[i] >= '0' && text[i] <= '9'; ++i) pages = pages * 10 + (text[i] - '0');
+  return pages * double(sysconf(_SC_PAGESIZE));
 }
 
 [[noreturn]] void stop_run(const char* what, double value, double limit, const char* option,
