@@ -59,19 +59,11 @@ std::string RoutedPaths::name(uint32_t id) const {
 }
 
 uint32_t RoutedPaths::node_link(uint32_t node, uint32_t device, uint32_t port) const {
-  const Graph& g = topology_.node.graph;
-  const uint32_t li = g.devices[device].port_links[port];
-  const GraphLink& l = g.links[li];
-  const uint32_t direction = (l.a == device && l.a_port == port) ? 0 : 1;
-  return 2 * (node * node_links_ + li) + direction;
+  return node_link_id(node, topology_.node.graph.directed_link(device, port));
 }
 
 uint32_t RoutedPaths::network_link(uint32_t device, uint32_t port) const {
-  const Graph& g = topology_.network.graph;
-  const uint32_t li = g.devices[device].port_links[port];
-  const GraphLink& l = g.links[li];
-  const uint32_t direction = (l.a == device && l.a_port == port) ? 0 : 1;
-  return 2 * (topology_.nodes * node_links_ + li) + direction;
+  return 2 * topology_.nodes * node_links_ + topology_.network.graph.directed_link(device, port);
 }
 
 uint32_t RoutedPaths::network_switch(uint32_t x) const {

@@ -328,9 +328,7 @@ void Routing::mark_routes(uint32_t from, uint32_t target, uint8_t use, std::vect
     if (list == PortLists::kNone) continue;
     for (uint32_t i = node_lists_.begin[list]; i < node_lists_.begin[list + 1]; ++i) {
       const uint32_t port = node_lists_.ports[i];
-      const uint32_t li = g.devices[v].port_links[port];
-      const GraphLink& l = g.links[li];
-      links[2 * li + ((l.a == v && l.a_port == port) ? 0 : 1)] |= use;
+      links[g.directed_link(v, port)] |= use;
       const uint32_t w = g.neighbor(v, port);
       if (!seen[w]) stack.push_back(w);
       seen[w] = true;
@@ -354,9 +352,7 @@ std::vector<uint8_t> Routing::node_link_use() const {
     if (nvswitch_ports_[a] == PortLists::kNone) continue;
     for (uint32_t i = node_lists_.begin[nvswitch_ports_[a]]; i < node_lists_.begin[nvswitch_ports_[a] + 1]; ++i) {
       const uint32_t port = node_lists_.ports[i];
-      const uint32_t li = g.devices[a].port_links[port];
-      const GraphLink& l = g.links[li];
-      links[2 * li + ((l.a == a && l.a_port == port) ? 0 : 1)] |= kBetweenGpus;
+      links[g.directed_link(a, port)] |= kBetweenGpus;
       for (uint32_t b = 0; b < nt.gpus; ++b) mark_routes(g.neighbor(a, port), b, kBetweenGpus, links);
     }
   }

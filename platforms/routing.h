@@ -110,8 +110,8 @@ class Routing {
   // aggregation tree starts (platforms/aggregation.h). -1: the node has no way out.
   int32_t home_gateway(uint32_t gpu) const { return home_gateway_[gpu]; }
 
-  // What may cross each directed link of the node template (index 2 x link + 0 from its end a,
-  // + 1 from its end b), over every choice the tables offer: kBetweenGpus, traffic between two
+  // What may cross each directed link of the node template (by Graph::directed_link), over
+  // every choice the tables offer: kBetweenGpus, traffic between two
   // GPUs of the node (in-switch reduction and multicast included); kThroughGateways, traffic
   // leaving or entering the node. GPUs and gateways never forward other nodes' traffic, so
   // nothing else crosses a node's links.

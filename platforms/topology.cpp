@@ -66,6 +66,12 @@ uint32_t Graph::neighbor(uint32_t device, uint32_t port) const {
   return l.a == device && l.a_port == port ? l.b : l.a;
 }
 
+uint32_t Graph::directed_link(uint32_t device, uint32_t port) const {
+  const uint32_t li = devices[device].port_links[port];
+  const GraphLink& l = links[li];
+  return 2 * li + (l.a == device && l.a_port == port ? 0 : 1);
+}
+
 namespace {
 
 std::string str(uint64_t v) { return std::to_string(v); }

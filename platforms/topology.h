@@ -54,6 +54,9 @@ struct Graph {
   uint32_t physical_ports(uint32_t device) const;
   // The device at the other end of `device`'s `port`.
   uint32_t neighbor(uint32_t device, uint32_t port) const;
+  // The direction of the link at `device`'s `port` that leaves through it: 2 x link + 0 from the
+  // link's end a, + 1 from its end b.
+  uint32_t directed_link(uint32_t device, uint32_t port) const;
   uint32_t ports(uint32_t device) const {
     return static_cast<uint32_t>(devices[device].port_links.size());
   }

@@ -175,46 +175,57 @@ void follow_replicas(platforms::Platform& platform, const workloads::Replicas& r
   }
 }
 
+// Quiet nodes (workloads::quiet_nodes) and the links between GPUs of the node template
+// (Routing::node_link_use) that their left-out calls would have crossed.
+struct QuietLinks {
+  workloads::QuietNodes nodes;
+  std::vector<uint32_t> between_gpus;
+  // Calls f(link, its mirror's link) for each quiet node's link between GPUs (flow fabric ids).
+  template <typename F>
+  void for_each(const platforms::RoutedPaths& paths, F&& f) const {
+    for (size_t node = 0; node < nodes.mirror.size(); ++node)
+      if (nodes.mirror[node] >= 0)
+        for (uint32_t t : between_gpus)
+          f(paths.node_link_id(uint32_t(node), t), paths.node_link_id(uint32_t(nodes.mirror[node]), t));
+  }
+};
+
 // Followers in quiet nodes leave out their calls among the node's GPUs, where the node's links
 // between GPUs carry nothing else (flow fidelity); the fabric stops the run if a flow crosses one.
-workloads::QuietNodes leave_out_quiet_calls(platforms::Platform& platform, const workloads::Job& job,
-                                            const workloads::Replicas& replicas, SymmetryWatch& watch) {
+QuietLinks leave_out_quiet_calls(platforms::Platform& platform, const workloads::Job& job,
+                                 const workloads::Replicas& replicas, SymmetryWatch& watch) {
+  QuietLinks quiet;
   models::FlowFabric* fabric = platform.flow_fabric();
-  if (fabric == nullptr) return {};
+  if (fabric == nullptr) return quiet;
   const std::vector<uint8_t> use = platform.routing().node_link_use();
-  for (uint8_t u : use)
-    if (u == (platforms::Routing::kBetweenGpus | platforms::Routing::kThroughGateways)) return {};
-  workloads::QuietNodes quiet = workloads::quiet_nodes(job, replicas, int(platform.routing().topology().node.gpus));
-  if (quiet.quiet == 0) return quiet;
+  for (uint32_t t = 0; t < use.size(); ++t) {
+    if (use[t] == (platforms::Routing::kBetweenGpus | platforms::Routing::kThroughGateways)) return quiet;
+    if (use[t] & platforms::Routing::kBetweenGpus) quiet.between_gpus.push_back(t);
+  }
+  quiet.nodes = workloads::quiet_nodes(job, replicas, int(platform.routing().topology().node.gpus));
+  if (quiet.nodes.quiet == 0) return quiet;
   const platforms::RoutedPaths& paths = *platform.flow_paths();
   std::vector<bool> forbidden(fabric->links(), false);
-  for (size_t node = 0; node < quiet.mirror.size(); ++node)
-    if (quiet.mirror[node] >= 0)
-      for (uint32_t t = 0; t < use.size(); ++t)
-        if (use[t] & platforms::Routing::kBetweenGpus) forbidden[paths.node_link_id(uint32_t(node), t)] = true;
+  quiet.for_each(paths, [&forbidden](uint32_t link, uint32_t) { forbidden[link] = true; });
   fabric->forbid(std::move(forbidden), [&watch, &paths](uint32_t link) { watch.crossed(paths.name(link)); });
-  for (size_t r = 0; r < quiet.communicators.size(); ++r)
-    if (!quiet.communicators[r].empty() || !quiet.peers[r].empty())
-      platform.gpu(r).command_processor().leave_out(std::move(quiet.communicators[r]), std::move(quiet.peers[r]));
+  std::vector<std::vector<bool>>& communicators = quiet.nodes.communicators;
+  std::vector<std::vector<bool>>& peers = quiet.nodes.peers;
+  for (size_t r = 0; r < communicators.size(); ++r)
+    if (!communicators[r].empty() || !peers[r].empty())
+      platform.gpu(r).command_processor().leave_out(std::move(communicators[r]), std::move(peers[r]));
   return quiet;
 }
 
 // A quiet node's links between its GPUs report what its mirror's carried.
-void mirror_quiet_links(const platforms::Platform& platform, const workloads::QuietNodes& quiet,
-                        std::vector<LinkResult>& links, size_t first) {
-  const std::vector<uint8_t> use = platform.routing().node_link_use();
-  const platforms::RoutedPaths& paths = *platform.flow_paths();
-  for (size_t node = 0; node < quiet.mirror.size(); ++node) {
-    if (quiet.mirror[node] < 0) continue;
-    for (uint32_t t = 0; t < use.size(); ++t) {
-      if (!(use[t] & platforms::Routing::kBetweenGpus)) continue;
-      LinkResult& to = links[first + paths.node_link_id(uint32_t(node), t)];
-      const LinkResult& from = links[first + paths.node_link_id(uint32_t(quiet.mirror[node]), t)];
-      to.bytes = from.bytes;
-      to.chunks = from.chunks;
-      to.busy_s = from.busy_s;
-    }
-  }
+void mirror_quiet_links(const platforms::RoutedPaths& paths, const QuietLinks& quiet, std::vector<LinkResult>& links,
+                        size_t first) {
+  quiet.for_each(paths, [&](uint32_t to_id, uint32_t from_id) {
+    LinkResult& to = links[first + to_id];
+    const LinkResult& from = links[first + from_id];
+    to.bytes = from.bytes;
+    to.chunks = from.chunks;
+    to.busy_s = from.busy_s;
+  });
 }
 
 // Throws SymmetryBroken where a follower left its representative's steps, or the run did not
@@ -285,7 +296,7 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
       total_ops += rank.program->ops.size() * options.iterations;
   }
   TerminalProgress progress(total_ops, options.iterations, options.progress && isatty(STDERR_FILENO));
-  workloads::QuietNodes quiet;
+  QuietLinks quiet;
   if (symmetric) {
     follow_replicas(platform, replicas, watch);
     quiet = leave_out_quiet_calls(platform, job, replicas, watch);
@@ -324,7 +335,7 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
   if (symmetric) {
     result.gpus_simulated = replicas.simulated;
     result.symmetry_skew_s = watch.total_s();
-    result.quiet_nodes = quiet.quiet;
+    result.quiet_nodes = quiet.nodes.quiet;
   }
   sc_core::sc_time end = sc_core::SC_ZERO_TIME;
   for (size_t r = 0; r < platform.gpu_count(); ++r) {
@@ -373,7 +384,7 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
       result.transactions += lr.chunks;
       result.links.push_back(std::move(lr));
     }
-    if (quiet.quiet > 0) mirror_quiet_links(platform, quiet, result.links, first);
+    if (quiet.nodes.quiet > 0) mirror_quiet_links(paths, quiet, result.links, first);
     result.flows = fabric->flows_started();
   }
   result.payloads_created = pool.created();

@@ -1,5 +1,6 @@
 #include "workloads/replicas.h"
 
+#include <algorithm>
 #include <map>
 #include <numeric>
 
@@ -72,30 +73,28 @@ namespace {
 class NodeShapes {
  public:
   NodeShapes(const Job& job, int gpus_per_node) : job_(job), g_(gpus_per_node) {
-    // Per communicator: the node holding all its members, or -1.
-    home_.assign(job.communicators.size(), -1);
+    // Per communicator: whether one node holds all its members.
+    internal_.assign(job.communicators.size(), false);
     for (size_t c = 0; c < job.communicators.size(); ++c) {
       const std::vector<int>& members = job.communicators[c].ranks;
-      if (members.empty()) continue;
-      const int node = members.front() / g_;
-      bool home = true;
-      for (int m : members) home = home && m / g_ == node;
-      if (home) home_[c] = node;
+      internal_[c] = !members.empty() && std::all_of(members.begin(), members.end(), [&](int m) {
+        return m / g_ == members.front() / g_;
+      });
     }
   }
   // Nodes holding two members of a call that reaches beyond them.
   std::vector<bool> crowded_nodes(size_t nodes) const {
     std::vector<bool> out(nodes, false);
     std::map<int, int> per_node;
-    for (size_t c = 0; c < home_.size(); ++c) {
-      if (home_[c] >= 0) continue;
+    for (size_t c = 0; c < internal_.size(); ++c) {
+      if (internal_[c]) continue;
       per_node.clear();
       for (int m : job_.communicators[c].ranks)
-        if (++per_node[m / g_] > 1 && size_t(m / g_) < nodes) out[size_t(m / g_)] = true;
+        if (++per_node[m / g_] > 1) out[size_t(m / g_)] = true;
     }
     return out;
   }
-  bool internal_communicator(int c) const { return c >= 0 && home_[size_t(c)] >= 0; }
+  bool internal_communicator(int c) const { return c >= 0 && internal_[size_t(c)]; }
   bool internal_peer(int rank, int peer) const { return peer >= 0 && rank / g_ == peer / g_; }
   std::vector<intptr_t> shape(int node) const {
     std::vector<intptr_t> out;
@@ -115,7 +114,7 @@ class NodeShapes {
  private:
   const Job& job_;
   const int g_;
-  std::vector<int> home_;
+  std::vector<bool> internal_;
 };
 
 }  // namespace
