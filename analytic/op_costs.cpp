@@ -120,15 +120,18 @@ TransferCost OpCosts::transfer(int source, int destination, uint64_t bytes, uint
   t.flow = (uint64_t(uint32_t(destination)) << 32) | tag;  // as the engine keys a message
   t.step = tag;
   t.purpose = protocol::TransferPurpose::PointToPoint;
-  path_.clear();
-  paths_.path(t, path_);
+  paths_.path(t, path_, shares_);
   TransferCost c;
   double rate = std::numeric_limits<double>::infinity();
-  for (uint32_t l : path_) {
-    const models::FlowLink link = paths_.link(l);
-    c.latency_s += (link.timing.latency + link.hop_latency).to_seconds();
+  for (size_t i = 0; i < path_.size(); ++i) {
+    const models::FlowLink link = paths_.link(path_[i]);
+    // A link carrying a share of the bytes (spread over equal-cost paths) limits the whole
+    // transfer to its bandwidth over that share; latency is the paths' mean.
+    const double share = shares_.empty() ? 1.0 : shares_[i];
+    c.latency_s += share * (link.timing.latency + link.hop_latency).to_seconds();
     const double wire = link.timing.wire_bytes(bytes);
-    if (wire > 0) rate = std::min(rate, link.timing.bandwidth_bytes_per_s * double(std::max<uint64_t>(bytes, 1)) / wire);
+    if (wire > 0)
+      rate = std::min(rate, link.timing.bandwidth_bytes_per_s * double(std::max<uint64_t>(bytes, 1)) / (wire * share));
   }
   if (std::isfinite(rate) && rate > 0) c.serialization_s = double(bytes) / rate;
   return c;

@@ -62,6 +62,7 @@ class OpCosts {
   std::vector<models::CommunicatorShape> shapes_;
   platforms::RoutedPaths paths_;
   std::vector<uint32_t> path_;
+  std::vector<double> shares_;  // of path_ (empty: every link carries all of it)
   // A kernel's time depends only on its work, which repeats from layer to layer and
   // micro-batch to micro-batch: each distinct work is timed once. Likewise a collective by
   // (communicator, kind, bytes, algorithm).

@@ -134,11 +134,36 @@ uint32_t RoutedPaths::tree_hop(uint32_t from, uint32_t port, const protocol::Fab
   return kNoSwitch;
 }
 
-void RoutedPaths::path(const protocol::FabricTransfer& t, std::vector<uint32_t>& links) const {
+// A transfer between nodes spreads over the network's equal-cost ports (Routing::network_spread),
+// as packet fidelity's chunks do; in its nodes it takes the hashed path packet fidelity's
+// chunks take (its gateway, and a path through the NVSwitches or PCIe switches).
+void RoutedPaths::path(const protocol::FabricTransfer& transfer, std::vector<uint32_t>& links,
+                       std::vector<double>& shares) const {
   links.clear();
-  routing_.walk(t, [&](const Routing::Step& s) {
-    links.push_back(s.network ? network_link(s.device, s.port) : node_link(s.node, s.device, s.port));
-  });
+  shares.clear();
+  protocol::FabricTransfer t = transfer;  // routing writes the chunk's gateway
+  const NodeTemplate& nt = topology_.node;
+  const Graph& ng = nt.graph;
+  const uint32_t node = t.source / nt.gpus, there = t.destination / nt.gpus;
+  if (node == there) return into_node(node, t.source % nt.gpus, t, links);
+  uint32_t v = t.source % nt.gpus;
+  for (size_t hops = 0;; ++hops) {
+    if (hops > ng.devices.size())
+      throw std::logic_error("the route from GPU " + std::to_string(t.source) + " out of its node does not end");
+    const uint32_t port = routing_.node_next(node, v, t);
+    if (port >= ng.ports(v)) break;  // the gateway's uplinks
+    links.push_back(node_link(node, v, port));
+    v = ng.neighbor(v, port);
+  }
+  const uint32_t per_node = topology_.gateways_per_node();
+  routing_.network_spread(node * per_node + t.gateway, there * per_node + t.gateway, spread_, scratch_);
+  shares.assign(links.size(), 1.0);
+  for (const Routing::Share& s : spread_) {
+    links.push_back(network_link(s.device, s.port));
+    shares.push_back(s.share);
+  }
+  into_node(there, nt.gateways[t.gateway], t, links);
+  shares.resize(links.size(), 1.0);
 }
 
 }  // namespace tessera::platforms

@@ -1,6 +1,7 @@
 // The platform's routes as the flow fabric sees them (flow fidelity, docs/fidelity.md): every
 // link of the generated topology, one id per direction, and the path of a transfer from the
-// same routing tables (and the same ECMP hash) the switch modules use in packet mode.
+// same routing tables the switch modules use in packet mode: in a node the same ECMP hash, across
+// the network every equal-cost port at once (each link with its share of the bytes).
 //
 // Link ids: link l of node n's template, direction a -> b is 2 (n L + l), b -> a one more
 // (L: links per node); then link l of the network graph, 2 (nodes L + l) and one more.
@@ -25,7 +26,8 @@ class RoutedPaths : public models::PathProvider {
 
   uint32_t links() const override { return links_; }
   models::FlowLink link(uint32_t id) const override;
-  void path(const protocol::FabricTransfer& t, std::vector<uint32_t>& links) const override;
+  void path(const protocol::FabricTransfer& t, std::vector<uint32_t>& links,
+            std::vector<double>& shares) const override;
 
   // Switches that reduce (NVSwitches, network switches), by device: node n's device v is
   // n D + v (D: devices per node), network device x is nodes D + x.
@@ -60,6 +62,9 @@ class RoutedPaths : public models::PathProvider {
   uint32_t links_ = 0;       // directed links in all
   uint32_t node_devices_ = 0;  // devices per node (template)
   uint32_t switch_ids_ = 0;
+  // Scratch of path(): the network leg's links and shares (kept, so a path allocates nothing).
+  mutable std::vector<Routing::Share> spread_;
+  mutable Routing::SpreadScratch scratch_;
 };
 
 }  // namespace tessera::platforms

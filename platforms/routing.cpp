@@ -421,24 +421,91 @@ uint64_t Routing::gateway_turn(const protocol::FabricTransfer& t, uint64_t h) co
   return g / n * count + (entry - first) + identity(t);
 }
 
-uint32_t Routing::gateway_uplink(uint32_t gateway, uint32_t destination, uint64_t& turn) const {
+uint32_t Routing::uplink_list(uint32_t gateway, uint32_t destination) const {
   const uint32_t row = uplink_table_[gateway];
-  if (row == PortLists::kNone) return 0;
-  return net_lists_.pick_turn(uplink_rows_[size_t(row) * keys_ + key_of_[destination]], turn);
+  if (row == PortLists::kNone) return PortLists::kNone;
+  return uplink_rows_[size_t(row) * keys_ + key_of_[destination]];
 }
 
-uint32_t Routing::network_next(uint32_t device, protocol::FabricTransfer& t) const {
+uint32_t Routing::gateway_uplink(uint32_t gateway, uint32_t destination, uint64_t& turn) const {
+  const uint32_t list = uplink_list(gateway, destination);
+  return list == PortLists::kNone ? 0 : net_lists_.pick_turn(list, turn);
+}
+
+uint32_t Routing::switch_list(uint32_t device, uint32_t destination) const {
   const Network& net = topology_.network;
-  const uint32_t per_node = topology_.gateways_per_node();
-  const uint32_t destination = (t.destination / topology_.node.gpus) * per_node + t.gateway;
   const auto& direct = direct_[device - net.gateways];
   auto it = std::lower_bound(direct.begin(), direct.end(), std::make_pair(destination, 0u));
-  if (it != direct.end() && it->first == destination) return net_lists_.pick_turn(it->second, t.turn);
+  if (it != direct.end() && it->first == destination) return it->second;
   const uint32_t list = switch_table_[size_t(device - net.gateways) * keys_ + key_of_[destination]];
   if (list == PortLists::kNone)
     throw std::runtime_error("no route from " + net.graph.devices[device].name + " to " +
                              net.graph.devices[destination].name);
-  return net_lists_.pick_turn(list, t.turn);
+  return list;
+}
+
+uint32_t Routing::network_next(uint32_t device, protocol::FabricTransfer& t) const {
+  const uint32_t per_node = topology_.gateways_per_node();
+  const uint32_t destination = (t.destination / topology_.node.gpus) * per_node + t.gateway;
+  return net_lists_.pick_turn(switch_list(device, destination), t.turn);
+}
+
+void Routing::network_spread(uint32_t from, uint32_t to, std::vector<Share>& out, SpreadScratch& s) const {
+  const Graph& net = topology_.network.graph;
+  const uint32_t gateways = topology_.network.gateways;
+  out.clear();
+  s.slot.resize(net.devices.size(), PortLists::kNone);
+  s.wave.clear();
+  s.next.clear();
+  bool arrived = false;
+  // Device x forwards `share` of the transfer over its list's entries, an equal part each.
+  auto forward = [&](uint32_t x, uint32_t list, double share) {
+    const uint32_t n = list == PortLists::kNone ? 1 : net_lists_.size(list);
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint32_t port = list == PortLists::kNone ? 0 : net_lists_.ports[net_lists_.begin[list] + i];
+      // A port listed twice (a faster link, weighted) is one link with both entries' shares.
+      if (!out.empty() && out.back().device == x && out.back().port == port) {
+        out.back().share += share / n;
+      } else {
+        out.push_back(Share{x, port, share / n});
+      }
+      const uint32_t y = net.neighbor(x, port);
+      if (y < gateways) {  // gateways never forward: it is the destination's
+        if (y != to) throw std::logic_error("a route from " + net.devices[from].name + " to " +
+                                            net.devices[to].name + " enters " + net.devices[y].name);
+        arrived = true;
+        continue;
+      }
+      if (s.slot[y] == PortLists::kNone) {
+        s.slot[y] = static_cast<uint32_t>(s.next.size());
+        s.next.emplace_back(y, 0.0);
+      }
+      s.next[s.slot[y]].second += share / n;
+    }
+  };
+  forward(from, uplink_list(from, to), 1.0);
+  for (size_t stage = 0; !s.next.empty(); ++stage) {
+    if (stage > net.devices.size())
+      throw std::logic_error("the route from " + net.devices[from].name + " to " + net.devices[to].name +
+                             " does not end");
+    std::swap(s.wave, s.next);
+    s.next.clear();
+    for (const auto& [x, share] : s.wave) s.slot[x] = PortLists::kNone;
+    for (const auto& [x, share] : s.wave) forward(x, switch_list(x, to), share);
+  }
+  if (!arrived) throw std::logic_error("no route from " + net.devices[from].name + " to " + net.devices[to].name);
+  // A switch met again at a later stage (paths of unequal hop counts) sends on the same links.
+  std::sort(out.begin(), out.end(), [](const Share& a, const Share& b) {
+    return a.device != b.device ? a.device < b.device : a.port < b.port;
+  });
+  size_t kept = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (kept > 0 && out[kept - 1].device == out[i].device && out[kept - 1].port == out[i].port)
+      out[kept - 1].share += out[i].share;
+    else
+      out[kept++] = out[i];
+  }
+  out.resize(kept);
 }
 
 }  // namespace tessera::platforms

@@ -110,6 +110,21 @@ class Routing {
   // aggregation tree starts (platforms/aggregation.h). -1: the node has no way out.
   int32_t home_gateway(uint32_t gpu) const { return home_gateway_[gpu]; }
 
+  // Flow fidelity's network leg: a transfer from network gateway `from` to gateway `to` spreads
+  // over every equal-cost port, as packet fidelity's chunks do turn by turn: each entry of a
+  // device's weighted list takes an equal share of what reaches the device. `out` gets every
+  // network link crossed, once, as (device, port, share of the transfer's bytes); the shares
+  // leaving each stage add up to one. Throws std::logic_error for a route that does not end.
+  struct Share {
+    uint32_t device = 0, port = 0;
+    double share = 0.0;
+  };
+  struct SpreadScratch {  // kept by the caller so that a spread allocates nothing once warm
+    std::vector<std::pair<uint32_t, double>> wave, next;
+    std::vector<uint32_t> slot;  // by network device: its place in `next`, or kNone
+  };
+  void network_spread(uint32_t from, uint32_t to, std::vector<Share>& out, SpreadScratch& scratch) const;
+
   // What may cross each directed link of the node template (by Graph::directed_link), over
   // every choice the tables offer: kBetweenGpus, traffic between two
   // GPUs of the node (in-switch reduction and multicast included); kThroughGateways, traffic
@@ -121,6 +136,10 @@ class Routing {
  private:
   uint32_t node_target(uint32_t node, const protocol::FabricTransfer& t) const;
   uint32_t gateway_uplink(uint32_t gateway_device, uint32_t destination_gateway, uint64_t& turn) const;
+  // The weighted list of gateway `gateway`'s uplinks toward gateway `destination` (kNone: it
+  // has one uplink); of network switch `device`'s ports toward it.
+  uint32_t uplink_list(uint32_t gateway, uint32_t destination) const;
+  uint32_t switch_list(uint32_t device, uint32_t destination) const;
   // The chunk's turn at gateway `gateway` of its source node: its place among the chunks of
   // its transfer that the source GPU sent there (hash `h` picked the gateway).
   uint64_t gateway_turn(const protocol::FabricTransfer& t, uint64_t h) const;

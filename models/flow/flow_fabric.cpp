@@ -94,7 +94,7 @@ void FlowFabric::inject(tlm::tlm_generic_payload& gp, PacketSource& source) {
   // A contribution to an in-switch or in-network reduction, or a multicast, ends at its switch.
   uint32_t end = kNone;
   if (to_switch(t.purpose)) end = paths_.path_to_switch(t, path_);
-  else paths_.path(t, path_);
+  else paths_.path(t, path_, shares_);
   start(gp, source, end, end != kNone);
 }
 
@@ -105,28 +105,34 @@ void FlowFabric::start(tlm::tlm_generic_payload& gp, PacketSource& source, uint3
   double size = payload;
   if (t.bytes == 0)  // a header-only transfer: its size is its largest wire footprint
     for (uint32_t l : path_) size = std::max(size, links_.at(l).spec.timing.wire_bytes(0));
-  sc_core::sc_time latency = sc_core::SC_ZERO_TIME;
+  sc_core::sc_time latency = sc_core::SC_ZERO_TIME;  // of the links it crosses whole
+  double spread_latency_s = 0.0;                       // of those it spreads over
   hop_links_.clear();
   hop_weights_.clear();
-  for (uint32_t l : path_) {
+  for (size_t i = 0; i < path_.size(); ++i) {
+    const uint32_t l = path_[i];
     if (!forbidden_.empty() && forbidden_[l]) crossed_(l);
     const FlowLink& spec = links_.at(l).spec;
-    latency += spec.timing.latency + spec.hop_latency;
+    const double share = shares_.empty() ? 1.0 : shares_[i];
+    // Spread over equal-cost paths: the mean of their latencies.
+    if (share == 1.0) latency += spec.timing.latency + spec.hop_latency;
+    else spread_latency_s += share * (spec.timing.latency + spec.hop_latency).to_seconds();
     const double wire = spec.timing.wire_bytes(t.bytes) * t.wire_factor;
     if (size == 0.0 || wire == 0.0) continue;  // costs this link nothing
     hop_links_.push_back(l);
-    hop_weights_.push_back(wire / size);
+    hop_weights_.push_back(share * wire / size);
   }
   const uint32_t id = share_.add(hop_links_.data(), hop_weights_.data(), hop_links_.size(), t.rate_cap);
   if (flows_.size() <= id) flows_.resize(id + 1);
   Flow& f = flows_[id];
   f.path.assign(path_.begin(), path_.end());
+  f.shares.assign(shares_.begin(), shares_.end());
   f.gp = &gp;
   f.source = &source;
   f.remaining = size;
   f.rate = 0.0;
   f.since = sc_core::sc_time_stamp().value();
-  f.latency = latency.value();
+  f.latency = latency.value() + (spread_latency_s > 0.0 ? ticks(spread_latency_s) : 0);
   // A transfer standing for several steps in series (flow fidelity's steady state) arrives no
   // earlier than its latency chain: each step's path latency and handshake (the engine adds the
   // last handshake itself).
@@ -137,12 +143,14 @@ void FlowFabric::start(tlm::tlm_generic_payload& gp, PacketSource& source, uint3
   if (t.steps > 1 || (via_switch && t.step_chunk_bytes > 0)) {
     // Per step: the chunk it forwards, stored and forwarded on every link of the path (as
     // packet fidelity's ports do), the path's latency and the handshake.
-    sc_dt::uint64 chunk = 0;
-    for (uint32_t l : path_)
-      chunk += links_[l].spec.timing.serialization(t.step_chunk_bytes, t.wire_factor).value();
-    const sc_dt::uint64 step = f.latency + t.step_latency + chunk;
+    double chunk = 0.0;
+    for (size_t i = 0; i < path_.size(); ++i)
+      chunk += (shares_.empty() ? 1.0 : shares_[i]) *
+               double(links_[path_[i]].spec.timing.serialization(t.step_chunk_bytes, t.wire_factor).value());
+    const sc_dt::uint64 step = f.latency + t.step_latency + static_cast<sc_dt::uint64>(std::llround(chunk));
     f.earliest += step * t.steps - t.step_latency;
   }
+  shares_.clear();
   f.sequence = sequence_++;
   f.heap_slot = kNone;
   f.to_switch = to_switch;
@@ -199,11 +207,13 @@ void FlowFabric::finish(uint32_t id, sc_dt::uint64 now) {
   Flow& f = flows_[id];
   const protocol::FabricTransfer& t = protocol::fabric_transfer(*f.gp);
   const uint64_t bytes = t.bytes;
-  for (uint32_t l : f.path) {
-    LinkState& link = links_[l];
-    link.bytes += bytes;
-    ++link.chunks;
-    link.busy += link.spec.timing.serialization(bytes, t.wire_factor);
+  for (size_t i = 0; i < f.path.size(); ++i) {
+    LinkState& link = links_[f.path[i]];
+    const double share = f.shares.empty() ? 1.0 : f.shares[i];
+    link.bytes += share * double(bytes);
+    link.chunks += share;
+    const sc_core::sc_time busy = link.spec.timing.serialization(bytes, t.wire_factor);
+    link.busy += share == 1.0 ? busy : busy * share;
   }
   const Timed arrival{std::max(now + f.latency, f.earliest), f.sequence, f.gp,
                       f.to_switch == kNone ? t.destination : f.to_switch, f.to_switch};

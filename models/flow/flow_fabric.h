@@ -33,6 +33,7 @@
 //   ... the Gpu's FabricInjector::inject forwards to fabric.inject(gp, source).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -67,9 +68,12 @@ class PathProvider {
   virtual uint32_t links() const = 0;
   virtual FlowLink link(uint32_t id) const = 0;
   // Replaces `links` with the directed links the transfer crosses from t.source to
-  // t.destination, in order, each at most once. Empty: a transfer that crosses no link
-  // (delivered at once).
-  virtual void path(const protocol::FabricTransfer& t, std::vector<uint32_t>& links) const = 0;
+  // t.destination, each at most once, and `shares` with the part of the transfer's bytes each
+  // carries (a transfer spread over equal-cost paths; the shares of each stage of the path add
+  // up to one), or leaves `shares` empty: every link carries all of it. Empty `links`: a
+  // transfer that crosses no link (delivered at once).
+  virtual void path(const protocol::FabricTransfer& t, std::vector<uint32_t>& links,
+                    std::vector<double>& shares) const = 0;
 
   // Switches that reduce (flows that end or start at a switch), ids 0 .. switches() - 1. A
   // fabric without them keeps the defaults: no switch, and a chunk that asks for one is an error.
@@ -120,8 +124,8 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   // link's full bandwidth, so busy / elapsed is the utilization).
   uint32_t links() const { return static_cast<uint32_t>(links_.size()); }
   const FlowLink& link(uint32_t id) const { return links_[id].spec; }
-  uint64_t bytes_carried(uint32_t link) const { return links_[link].bytes; }
-  uint64_t chunks_carried(uint32_t link) const { return links_[link].chunks; }
+  uint64_t bytes_carried(uint32_t link) const { return static_cast<uint64_t>(std::llround(links_[link].bytes)); }
+  uint64_t chunks_carried(uint32_t link) const { return static_cast<uint64_t>(std::llround(links_[link].chunks)); }
   sc_core::sc_time busy_time(uint32_t link) const { return links_[link].busy; }
 
   // Counters: flows started, flows whose last byte was sent, chunks delivered, rate updates.
@@ -139,14 +143,15 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
  private:
   struct LinkState {
     FlowLink spec;
-    uint64_t bytes = 0;
-    uint64_t chunks = 0;
+    double bytes = 0.0;   // fractional where flows spread over equal-cost links
+    double chunks = 0.0;
     sc_core::sc_time busy;
   };
   struct Flow {               // by allocator flow id
     tlm::tlm_generic_payload* gp = nullptr;
     PacketSource* source = nullptr;
     std::vector<uint32_t> path;   // keeps its capacity when the id is reused
+    std::vector<double> shares;   // of its bytes on each link of `path` (empty: all)
     double remaining = 0.0;       // payload bytes not yet sent
     double rate = 0.0;            // payload bytes/s since `since`
     sc_dt::uint64 since = 0;
@@ -201,6 +206,7 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   std::vector<bool> forbidden_;      // by link (empty: none)
   std::function<void(uint32_t)> crossed_;
   std::vector<uint32_t> path_;       // scratch: the path of the flow being injected
+  std::vector<double> shares_;       // and its shares (PathProvider::path); start() empties it
   std::vector<uint32_t> hop_links_;  // scratch: what the allocator sees of it
   std::vector<double> hop_weights_;
   sc_core::sc_event wake_;

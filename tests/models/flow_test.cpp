@@ -289,6 +289,33 @@ TEST_F(FlowFabricTest, FlowsGetMaxMinSharesOfTheirBottlenecks) {
   for (int i = 0; i < 4; ++i) EXPECT_EQ(r["left"][i].get<uint64_t>(), 1000 * kUs) << i;
 }
 
+// A flow spread over equal-cost paths (flow fidelity across a network): an ingress link, two
+// parallel links carrying half each, an egress link. Alone, it is limited by its whole links,
+// not by half a parallel one; with a second flow on one parallel link, that link holds its
+// share to what is left there. Each parallel link counts half its bytes and busy time, and its
+// latency is the mean of the two paths'.
+TEST_F(FlowFabricTest, AFlowSpreadOverParallelLinksLoadsEachWithItsShare) {
+  TablePaths paths(3);
+  const uint32_t in = paths.add_link(kB), a = paths.add_link(kB / 2, ns(100)), b = paths.add_link(kB / 2, ns(300));
+  const uint32_t out = paths.add_link(kB);
+  paths.set_path(0, 1, {in, a, b, out}, {1.0, 0.5, 0.5, 1.0});
+  const nlohmann::json r = simulate(paths, {{0, 0, 1, kS}}, 3);
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  EXPECT_EQ(r["left"][0].get<uint64_t>(), 10 * kUs);  // S/B: the parallel pair is B
+  EXPECT_EQ(r["arrived"][0].get<uint64_t>(), 10 * kUs + 200000);
+  EXPECT_EQ(r["link_bytes"][a].get<uint64_t>(), kS / 2);
+  EXPECT_EQ(r["link_bytes"][in].get<uint64_t>(), kS);
+  EXPECT_EQ(r["link_busy_ps"][b].get<uint64_t>(), r["link_busy_ps"][in].get<uint64_t>());  // half at half the rate
+  // A second flow of S/2 on link a alone: fair in payload rate, both run at x where a holds
+  // x/2 + x = B/2: x = B/3.
+  paths.set_path(2, 1, {a});
+  const nlohmann::json s = simulate(paths, {{0, 0, 1, kS}, {0, 2, 1, kS / 2}}, 3);
+  ASSERT_FALSE(s.contains("error")) << s.dump();
+  EXPECT_EQ(s["left"][1].get<uint64_t>(), 15 * kUs);  // S/2 at B/3
+  // The spread flow sent S/2 by then, the rest alone at B: 5 us more.
+  EXPECT_EQ(s["left"][0].get<uint64_t>(), 20 * kUs);
+}
+
 // Three links of 100 ns and two switches of 50 ns: 400 ns once, after the last byte leaves
 // (cut-through; packet mode would also store and forward the chunk at each switch).
 // A forbidden link (a quiet node's, in a symmetric run) is reported for each flow that crosses

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "platforms/analysis.h"
+#include "platforms/flow_paths.h"
 #include "platforms/platform_config.h"
 #include "platforms/platform_file.h"
 #include "platforms/routing.h"
@@ -371,6 +372,48 @@ TEST(Routes, ThreeTierChunksReachEveryCoreOfTheirAggregationSwitch) {
     EXPECT_EQ(ports.begin()->second, ports.rbegin()->second) << from;
   }
   EXPECT_EQ(aggregation_switches, 4);
+}
+
+// Flow fidelity's path (RoutedPaths): a transfer between pods of the three-tier tree above
+// crosses every network link its chunks take in packet fidelity, with the share of the chunks
+// that take it (512 chunks: whole rounds of every list), and its links in the nodes whole.
+TEST(Routes, AFlowSpreadsOverTheNetworkAsItsChunksDo) {
+  const PlatformConfig c = single_gpu_nodes(64, Topology::FatTree, 8, 1.0, 3);
+  const PlatformGraph g = generate_topology(c);
+  const Routing routing(g);
+  const RoutedPaths paths(g, routing, sc_core::SC_ZERO_TIME);
+  const uint32_t chunks = 512;
+  // The network's switches and the source's gateway (node 63's gateway shares its name with
+  // its device in the node, whose hop into the node is not the network's).
+  std::set<std::string> network_devices{g.network.graph.devices[0].name};
+  for (uint32_t x = g.network.gateways; x < g.network.graph.devices.size(); ++x)
+    network_devices.insert(g.network.graph.devices[x].name);
+  std::map<std::string, double> expected;
+  for (const auto& [from, ports] : ports_taken(g, routing, 0, 63, chunks))
+    if (network_devices.count(from))
+      for (const auto& [port, n] : ports) expected[from + ".up" + std::to_string(port)] = double(n) / chunks;
+  protocol::FabricTransfer t;
+  t.source = 0;
+  t.destination = 63;
+  std::vector<uint32_t> links;
+  std::vector<double> shares;
+  paths.path(t, links, shares);
+  ASSERT_EQ(links.size(), shares.size());
+  size_t network = 0;
+  double total = 0.0;
+  for (size_t i = 0; i < links.size(); ++i) {
+    const std::string name = paths.name(links[i]);
+    if (!expected.count(name)) {
+      EXPECT_EQ(shares[i], 1.0) << name;
+      continue;
+    }
+    ++network;
+    total += shares[i];
+    EXPECT_NEAR(shares[i], expected.at(name), 1e-12) << name;
+  }
+  EXPECT_EQ(network, expected.size());
+  EXPECT_GT(network, 20u);  // 4 uplinks at the leaf, 8 at the aggregation switches, ...
+  EXPECT_NEAR(total, 6.0, 1e-9);  // leaf, aggregation, core, aggregation, leaf: and the NIC's uplink
 }
 
 TEST(Routes, ASwitchIslandIsUnroutableAndNamesTheLinks) {

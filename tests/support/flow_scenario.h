@@ -19,7 +19,8 @@ namespace tessera::testing {
 // Links by id, and a path per (source, destination) rank pair.
 class TablePaths : public models::PathProvider {
  public:
-  explicit TablePaths(uint32_t ranks) : ranks_(ranks), paths_(size_t(ranks) * ranks) {}
+  explicit TablePaths(uint32_t ranks)
+      : ranks_(ranks), paths_(size_t(ranks) * ranks), shares_(size_t(ranks) * ranks) {}
 
   uint32_t add_link(double bandwidth, sc_core::sc_time latency = sc_core::SC_ZERO_TIME,
                     sc_core::sc_time hop_latency = sc_core::SC_ZERO_TIME) {
@@ -31,21 +32,28 @@ class TablePaths : public models::PathProvider {
     return static_cast<uint32_t>(links_.size() - 1);
   }
   models::FlowLink& spec(uint32_t id) { return links_[id]; }
-  void set_path(uint32_t source, uint32_t destination, std::vector<uint32_t> links) {
+  // `shares`: the part of the bytes each link carries (empty: all of it).
+  void set_path(uint32_t source, uint32_t destination, std::vector<uint32_t> links,
+                std::vector<double> shares = {}) {
     paths_[size_t(source) * ranks_ + destination] = std::move(links);
+    shares_[size_t(source) * ranks_ + destination] = std::move(shares);
   }
 
   uint32_t links() const override { return static_cast<uint32_t>(links_.size()); }
   models::FlowLink link(uint32_t id) const override { return links_[id]; }
-  void path(const protocol::FabricTransfer& t, std::vector<uint32_t>& links) const override {
+  void path(const protocol::FabricTransfer& t, std::vector<uint32_t>& links,
+            std::vector<double>& shares) const override {
     const std::vector<uint32_t>& p = paths_[size_t(t.source) * ranks_ + t.destination];
     links.assign(p.begin(), p.end());
+    const std::vector<double>& s = shares_[size_t(t.source) * ranks_ + t.destination];
+    shares.assign(s.begin(), s.end());
   }
 
  private:
   uint32_t ranks_;
   std::vector<models::FlowLink> links_;
   std::vector<std::vector<uint32_t>> paths_;
+  std::vector<std::vector<double>> shares_;
 };
 
 struct Transfer {
