@@ -45,9 +45,13 @@ Transfer ScheduleBuilder::sized(int peer, uint64_t bytes, uint64_t chunk) const 
 }
 
 Transfer ScheduleBuilder::transfer(int peer, uint64_t bytes, int channels, uint64_t chunk_bytes) const {
-  uint64_t chunk = chunk_size(bytes, chunk_bytes > 0 ? chunk_bytes : call.chunk_bytes, channels);
-  if (call.steady_state) chunk = std::max(chunk, ceil_div(bytes, kFlowChunksPerTransfer));
-  return sized(peer, bytes, chunk);
+  const uint64_t chunk = chunk_size(bytes, chunk_bytes > 0 ? chunk_bytes : call.chunk_bytes, channels);
+  if (!call.steady_state) return sized(peer, bytes, chunk);
+  // Flow fidelity sends fewer, larger chunks; the chunk packet fidelity would forward, stored
+  // at each hop and handshaken per channel, stays the step's (the latency chain, the rate cap).
+  Transfer t = sized(peer, bytes, std::max(chunk, ceil_div(bytes, kFlowChunksPerTransfer)));
+  t.step_chunk_bytes = static_cast<uint32_t>(std::min<uint64_t>(chunk, kMaxChunkBytes));
+  return t;
 }
 
 Transfer ScheduleBuilder::windowed(int peer, uint64_t bytes, int channels, int phases, uint64_t chunk_bytes) const {
