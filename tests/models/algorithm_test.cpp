@@ -318,5 +318,36 @@ TEST(HierarchicalSchedule, AnAllReduceAcrossNodesRunsTheDoubleBinaryTreeThere) {
   EXPECT_EQ(peers(phases[11].sends), std::vector<int>{19});
 }
 
+// Flow fidelity cuts a transfer into at most 16 larger chunks, but a ring step still forwards
+// packet fidelity's chunk: the latency chain (each step's chunk stored and forwarded on every
+// link) and the channel's handshakes are a chunk's, not a 16th of the step. A 2.5 GB
+// all-reduce over 9 members, one per node, 16 channels: a step's 17.5 MB would have been the
+// chain's chunk, so the chain outlasted the bytes on a few hops of 25 GB/s.
+TEST(RingSchedule, FlowFidelityStepsForwardPacketFidelitysChunk) {
+  std::vector<int> ranks(9);
+  for (int r = 0; r < 9; ++r) ranks[size_t(r)] = r * 8;
+  const models::CommunicatorShape shape = models::communicator_shape(ranks, 8);
+  models::ScheduleCall call;
+  call.bytes = 2517145600ull;
+  call.ranks = &ranks;
+  call.channels = 16;
+  call.chunk_bytes = kChunk;
+  call.steady_state = true;
+  call.reduce_part = call.gather_part = true;
+  std::vector<models::Phase> phases;
+  models::ScheduleBuilder b(call, phases);
+  models::ring_schedule(b, shape);
+  ASSERT_FALSE(phases.empty());
+  const uint64_t segment = (call.bytes + 8) / 9;
+  for (const models::Phase& ph : phases)
+    for (const models::Transfer& t : ph.sends) {
+      const uint64_t step = (segment * t.channels + 15) / 16;  // one step of this transfer's ring
+      EXPECT_GE(t.chunk_bytes, t.bytes / 16);  // few flows: at most 16 chunks a transfer
+      // Packet fidelity's chunk: kChunk, or a 256th of the step where that is larger.
+      EXPECT_EQ(t.step_chunk_bytes, std::max<uint64_t>(kChunk, (step + 255) / 256)) << t.steps << " steps";
+      EXPECT_LE(t.step_chunk_bytes * 16, step);  // not a 16th of it
+    }
+}
+
 }  // namespace
 }  // namespace tessera
