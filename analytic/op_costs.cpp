@@ -127,7 +127,7 @@ TransferCost OpCosts::transfer(int source, int destination, uint64_t bytes, uint
     const models::FlowLink link = paths_.link(path_[i]);
     // A link carrying a share of the bytes (spread over equal-cost paths) limits the whole
     // transfer to its bandwidth over that share; latency is the paths' mean.
-    const double share = shares_.empty() ? 1.0 : shares_[i];
+    const double share = models::PathProvider::share(shares_, i);
     c.latency_s += share * (link.timing.latency + link.hop_latency).to_seconds();
     const double wire = link.timing.wire_bytes(bytes);
     if (wire > 0)

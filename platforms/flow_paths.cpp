@@ -98,17 +98,23 @@ uint32_t RoutedPaths::path_to_switch(const protocol::FabricTransfer& transfer, s
   throw std::logic_error("the route from GPU " + std::to_string(t.source) + " to its reducing switch does not end");
 }
 
-void RoutedPaths::into_node(uint32_t node, uint32_t v, protocol::FabricTransfer t, std::vector<uint32_t>& links) const {
+bool RoutedPaths::node_leg(uint32_t node, uint32_t v, protocol::FabricTransfer& t, std::vector<uint32_t>& links) const {
   const NodeTemplate& nt = topology_.node;
   const Graph& ng = nt.graph;
   for (size_t hops = 0; hops <= ng.devices.size(); ++hops) {
-    if (v < nt.gpus && node * nt.gpus + v == t.destination) return;
+    if (v < nt.gpus && node * nt.gpus + v == t.destination) return true;
     const uint32_t port = routing_.node_next(node, v, t);
-    if (port >= ng.ports(v)) break;  // it would leave the node
+    if (port >= ng.ports(v)) return false;  // a gateway's uplinks: it leaves the node
     links.push_back(node_link(node, v, port));
     v = ng.neighbor(v, port);
   }
-  throw std::logic_error("no route inside node " + std::to_string(node) + " to GPU " + std::to_string(t.destination));
+  throw std::logic_error("the route from GPU " + std::to_string(t.source) + " to GPU " +
+                         std::to_string(t.destination) + " does not end in node " + std::to_string(node));
+}
+
+void RoutedPaths::into_node(uint32_t node, uint32_t v, protocol::FabricTransfer t, std::vector<uint32_t>& links) const {
+  if (!node_leg(node, v, t, links))
+    throw std::logic_error("no route inside node " + std::to_string(node) + " to GPU " + std::to_string(t.destination));
 }
 
 void RoutedPaths::path_from_switch(uint32_t from, const protocol::FabricTransfer& t, std::vector<uint32_t>& links) const {
@@ -143,18 +149,8 @@ void RoutedPaths::path(const protocol::FabricTransfer& transfer, std::vector<uin
   shares.clear();
   protocol::FabricTransfer t = transfer;  // routing writes the chunk's gateway
   const NodeTemplate& nt = topology_.node;
-  const Graph& ng = nt.graph;
   const uint32_t node = t.source / nt.gpus, there = t.destination / nt.gpus;
-  if (node == there) return into_node(node, t.source % nt.gpus, t, links);
-  uint32_t v = t.source % nt.gpus;
-  for (size_t hops = 0;; ++hops) {
-    if (hops > ng.devices.size())
-      throw std::logic_error("the route from GPU " + std::to_string(t.source) + " out of its node does not end");
-    const uint32_t port = routing_.node_next(node, v, t);
-    if (port >= ng.ports(v)) break;  // the gateway's uplinks
-    links.push_back(node_link(node, v, port));
-    v = ng.neighbor(v, port);
-  }
+  if (node_leg(node, t.source % nt.gpus, t, links)) return;  // within the node
   const uint32_t per_node = topology_.gateways_per_node();
   routing_.network_spread(node * per_node + t.gateway, there * per_node + t.gateway, spread_, scratch_);
   shares.assign(links.size(), 1.0);

@@ -50,7 +50,11 @@ class RoutedPaths : public models::PathProvider {
   // the network graph.
   uint32_t node_link(uint32_t node, uint32_t device, uint32_t port) const;
   uint32_t network_link(uint32_t device, uint32_t port) const;
-  // Appends the links from device `device` of node `node` to GPU t.destination in that node.
+  // Appends the links from device `device` of node `node` toward GPU t.destination, as far as
+  // the node goes: true where it reached the GPU, false at the gateway it leaves by (the
+  // source GPU's first hop writes t.gateway).
+  bool node_leg(uint32_t node, uint32_t device, protocol::FabricTransfer& t, std::vector<uint32_t>& links) const;
+  // The same to a GPU that is in the node.
   void into_node(uint32_t node, uint32_t device, protocol::FabricTransfer t, std::vector<uint32_t>& links) const;
   // The switch id of network device `x` (a switch), or of the device past the gateways.
   uint32_t network_switch(uint32_t x) const;

@@ -463,12 +463,7 @@ void Routing::network_spread(uint32_t from, uint32_t to, std::vector<Share>& out
     const uint32_t n = list == PortLists::kNone ? 1 : net_lists_.size(list);
     for (uint32_t i = 0; i < n; ++i) {
       const uint32_t port = list == PortLists::kNone ? 0 : net_lists_.ports[net_lists_.begin[list] + i];
-      // A port listed twice (a faster link, weighted) is one link with both entries' shares.
-      if (!out.empty() && out.back().device == x && out.back().port == port) {
-        out.back().share += share / n;
-      } else {
-        out.push_back(Share{x, port, share / n});
-      }
+      out.push_back(Share{x, port, share / n});
       const uint32_t y = net.neighbor(x, port);
       if (y < gateways) {  // gateways never forward: it is the destination's
         if (y != to) throw std::logic_error("a route from " + net.devices[from].name + " to " +
@@ -494,7 +489,8 @@ void Routing::network_spread(uint32_t from, uint32_t to, std::vector<Share>& out
     for (const auto& [x, share] : s.wave) forward(x, switch_list(x, to), share);
   }
   if (!arrived) throw std::logic_error("no route from " + net.devices[from].name + " to " + net.devices[to].name);
-  // A switch met again at a later stage (paths of unequal hop counts) sends on the same links.
+  // One entry per link: a port listed twice (a faster link, weighted), or a switch met again at
+  // a later stage (paths of unequal hop counts), adds its shares.
   std::sort(out.begin(), out.end(), [](const Share& a, const Share& b) {
     return a.device != b.device ? a.device < b.device : a.port < b.port;
   });

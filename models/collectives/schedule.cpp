@@ -44,13 +44,18 @@ Transfer ScheduleBuilder::sized(int peer, uint64_t bytes, uint64_t chunk) const 
   return t;
 }
 
+uint32_t ScheduleBuilder::step_chunk(uint64_t bytes, int channels, uint64_t chunk_bytes) const {
+  const uint64_t chunk = chunk_size(bytes, chunk_bytes > 0 ? chunk_bytes : call.chunk_bytes, channels);
+  return static_cast<uint32_t>(std::min<uint64_t>(chunk, kMaxChunkBytes));
+}
+
 Transfer ScheduleBuilder::transfer(int peer, uint64_t bytes, int channels, uint64_t chunk_bytes) const {
   const uint64_t chunk = chunk_size(bytes, chunk_bytes > 0 ? chunk_bytes : call.chunk_bytes, channels);
   if (!call.steady_state) return sized(peer, bytes, chunk);
-  // Flow fidelity sends fewer, larger chunks; the chunk packet fidelity would forward, stored
-  // at each hop and handshaken per channel, stays the step's (the latency chain, the rate cap).
+  // Flow fidelity sends fewer, larger chunks; the step keeps packet fidelity's (the latency
+  // chain, the rate cap).
   Transfer t = sized(peer, bytes, std::max(chunk, ceil_div(bytes, kFlowChunksPerTransfer)));
-  t.step_chunk_bytes = static_cast<uint32_t>(std::min<uint64_t>(chunk, kMaxChunkBytes));
+  t.step_chunk_bytes = step_chunk(bytes, channels, chunk_bytes);
   return t;
 }
 
@@ -60,9 +65,8 @@ Transfer ScheduleBuilder::windowed(int peer, uint64_t bytes, int channels, int p
   const uint64_t share = std::max<uint64_t>(1, call.slots / uint64_t(std::max(1, phases)));
   const uint64_t window =
       std::clamp(nccl * share, ceil_div(bytes, kMaxChunksPerTransfer), ceil_div(bytes, kFlowChunksPerTransfer));
-  const uint64_t chunk = chunk_size(bytes, nccl, channels);
-  Transfer t = sized(peer, bytes, std::max(chunk, window));
-  t.step_chunk_bytes = static_cast<uint32_t>(std::min<uint64_t>(chunk, kMaxChunkBytes));  // (the fill)
+  Transfer t = sized(peer, bytes, std::max(chunk_size(bytes, nccl, channels), window));
+  t.step_chunk_bytes = step_chunk(bytes, channels, nccl);  // (the fill)
   return t;
 }
 

@@ -76,6 +76,10 @@ class ScheduleBuilder {
   // `bytes` to or from `peer` over `channels`, in chunks of `chunk_bytes` (0: the engine's).
   Transfer transfer(int peer, uint64_t bytes, int channels, uint64_t chunk_bytes = 0) const;
   Transfer transfer(int peer, uint64_t bytes) const { return transfer(peer, bytes, call.channels); }
+  // The chunk packet fidelity cuts `bytes` into over `channels` (chunks of `chunk_bytes`, 0: the
+  // engine's): what a step forwards, stored at each hop and handshaken per channel, which flow
+  // fidelity's steady state charges as the step's (Transfer::step_chunk_bytes).
+  uint32_t step_chunk(uint64_t bytes, int channels, uint64_t chunk_bytes = 0) const;
   // The same for a schedule that reduces in the switches (NVLS, collnet). In flow fidelity a
   // switch adds up a chunk once every member's has come, so each chunk is one stage of the
   // pipeline through the switch, and the pipeline's fill costs a chunk per phase in series. A

@@ -18,12 +18,9 @@ std::pair<int, int> tree_across(ScheduleBuilder& b, int member, int count, int s
                                 int reduced) {
   const int p = b.call.position, C = b.call.channels;
   // An edge of the tree carries `half`; a level forwards packet fidelity's chunk of it (flow
-  // fidelity's steady state charges each level that chunk's store and forward).
-  auto edge = [&](int m, uint64_t half) {
-    Transfer t = b.transfer(b.ranks()[size_t(p + (m - member) * stride)], half, C);
-    t.step_chunk_bytes = static_cast<uint32_t>(std::min(chunk_size(half, b.call.chunk_bytes, C), kMaxChunkBytes));
-    return t;
-  };
+  // fidelity's steady state charges each level that chunk's store and forward: the transfer's
+  // step chunk).
+  auto edge = [&](int m, uint64_t half) { return b.transfer(b.ranks()[size_t(p + (m - member) * stride)], half, C); };
   int done[2] = {-1, -1};
   for (int t = 0; t < 2; ++t) {
     const uint64_t half = t == 0 ? ceil_div(shard, 2) : shard / 2;

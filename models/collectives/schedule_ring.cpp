@@ -45,7 +45,7 @@ void ring_schedule(ScheduleBuilder& b, const CommunicatorShape& shape) {
     t.channels = static_cast<uint16_t>(ring.channels);
     if (k > 1) {
       t.steps = static_cast<uint32_t>(k);
-      t.step_chunk_bytes = b.transfer(b.rank_at(position), step_bytes, ring.channels).step_chunk_bytes;
+      t.step_chunk_bytes = b.step_chunk(step_bytes, ring.channels);
     }
     return t;
   };

@@ -113,7 +113,7 @@ void FlowFabric::start(tlm::tlm_generic_payload& gp, PacketSource& source, uint3
     const uint32_t l = path_[i];
     if (!forbidden_.empty() && forbidden_[l]) crossed_(l);
     const FlowLink& spec = links_.at(l).spec;
-    const double share = shares_.empty() ? 1.0 : shares_[i];
+    const double share = PathProvider::share(shares_, i);
     // Spread over equal-cost paths: the mean of their latencies.
     if (share == 1.0) latency += spec.timing.latency + spec.hop_latency;
     else spread_latency_s += share * (spec.timing.latency + spec.hop_latency).to_seconds();
@@ -145,7 +145,7 @@ void FlowFabric::start(tlm::tlm_generic_payload& gp, PacketSource& source, uint3
     // packet fidelity's ports do), the path's latency and the handshake.
     double chunk = 0.0;
     for (size_t i = 0; i < path_.size(); ++i)
-      chunk += (shares_.empty() ? 1.0 : shares_[i]) *
+      chunk += PathProvider::share(shares_, i) *
                double(links_[path_[i]].spec.timing.serialization(t.step_chunk_bytes, t.wire_factor).value());
     const sc_dt::uint64 step = f.latency + t.step_latency + static_cast<sc_dt::uint64>(std::llround(chunk));
     f.earliest += step * t.steps - t.step_latency;
@@ -209,7 +209,7 @@ void FlowFabric::finish(uint32_t id, sc_dt::uint64 now) {
   const uint64_t bytes = t.bytes;
   for (size_t i = 0; i < f.path.size(); ++i) {
     LinkState& link = links_[f.path[i]];
-    const double share = f.shares.empty() ? 1.0 : f.shares[i];
+    const double share = PathProvider::share(f.shares, i);
     link.bytes += share * double(bytes);
     link.chunks += share;
     const sc_core::sc_time busy = link.spec.timing.serialization(bytes, t.wire_factor);

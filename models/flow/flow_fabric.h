@@ -74,6 +74,8 @@ class PathProvider {
   // transfer that crosses no link (delivered at once).
   virtual void path(const protocol::FabricTransfer& t, std::vector<uint32_t>& links,
                     std::vector<double>& shares) const = 0;
+  // Link i's share of a path's bytes, as path() gives them.
+  static double share(const std::vector<double>& shares, size_t i) { return shares.empty() ? 1.0 : shares[i]; }
 
   // Switches that reduce (flows that end or start at a switch), ids 0 .. switches() - 1. A
   // fabric without them keeps the defaults: no switch, and a chunk that asks for one is an error.
