@@ -44,6 +44,7 @@ uint32_t MaxMinFairShare::add(const uint32_t* links, const double* weights, size
   f.rate = 0.0;
   f.active = true;
   f.fixed = false;
+  f.bound = std::numeric_limits<double>::infinity();
   for (size_t h = 0; h < hops; ++h) {
     const uint32_t link = links[h];
     if (link >= links_.size())
@@ -55,6 +56,7 @@ uint32_t MaxMinFairShare::add(const uint32_t* links, const double* weights, size
     Link& l = links_[link];
     f.hops.push_back(Hop{link, static_cast<uint32_t>(l.members.size()), weight});
     l.members.push_back(Member{id, static_cast<uint32_t>(h)});
+    f.bound = std::min(f.bound, l.capacity / weight);
     touch(link);
   }
   if (hops > 0 && cap > 0.0 && std::isfinite(cap)) {
@@ -63,8 +65,10 @@ uint32_t MaxMinFairShare::add(const uint32_t* links, const double* weights, size
     l.capacity = cap;
     f.hops.push_back(Hop{f.cap_link, static_cast<uint32_t>(l.members.size()), 1.0});
     l.members.push_back(Member{id, static_cast<uint32_t>(hops)});
+    f.bound = std::min(f.bound, cap);
     touch(f.cap_link);
   }
+  for (const Hop& hop : f.hops) links_[hop.link].demand += hop.weight * f.bound;
   if (hops == 0) {  // nothing limits it, and nothing it touches needs solving again
     f.rate = std::numeric_limits<double>::infinity();
     f.fixed = true;
@@ -82,6 +86,8 @@ void MaxMinFairShare::remove(uint32_t flow) {
     l.members[hop.slot] = last;
     flows_[last.flow].hops[last.hop].slot = hop.slot;
     l.members.pop_back();
+    // (An empty link's demand is exactly zero, whatever rounding the sums left.)
+    l.demand = l.members.empty() ? 0.0 : l.demand - hop.weight * f.bound;
     touch(hop.link);
   }
   f.active = false;
@@ -101,38 +107,50 @@ const std::vector<uint32_t>& MaxMinFairShare::recompute() {
   return component_flows_;
 }
 
-// Breadth-first from the touched links: a link's member flows, then those flows' other links.
-// Each link's filling state starts here, in the same pass.
+// Breadth-first from the touched links over tight links: a link's member flows, then those
+// flows' other tight links. Each link's filling state starts here, in the same pass. A touched
+// link that was tight and is slack now lets its flows go: they are solved again without it.
 void MaxMinFairShare::collect_component() {
   ++epoch_;
   component_links_.clear();
-  auto visit = [this](uint32_t link) {
+  for (uint32_t link : dirty_) {
     Link& l = links_[link];
-    if (l.mark == epoch_) return;
-    l.mark = epoch_;
-    l.residual = l.capacity;
-    l.weight = 0.0;
-    l.unfixed = 0;
-    l.stale = false;
-    component_links_.push_back(link);
-  };
-  for (uint32_t link : dirty_) visit(link);
-  for (size_t next = 0; next < component_links_.size(); ++next) {
-    const Link& l = links_[component_links_[next]];
-    for (const Member& m : l.members) {
-      Flow& f = flows_[m.flow];
-      if (f.mark == epoch_) continue;
-      f.mark = epoch_;
-      f.fixed = false;
-      component_flows_.push_back(m.flow);
-      hops_visited_ += f.hops.size();
-      for (const Hop& hop : f.hops) {
-        visit(hop.link);
-        Link& other = links_[hop.link];
-        other.weight += hop.weight;
-        ++other.unfixed;
-      }
-    }
+    const bool now = tight(l), before = l.was_tight;
+    l.was_tight = now;
+    if (now) join(link);
+    else if (before)
+      for (const Member& m : l.members) collect_flow(m.flow);
+  }
+  for (size_t next = 0; next < component_links_.size(); ++next)
+    for (const Member& m : links_[component_links_[next]].members) collect_flow(m.flow);
+}
+
+// Adds a tight link to the component, its filling state reset.
+void MaxMinFairShare::join(uint32_t link) {
+  Link& l = links_[link];
+  if (l.mark == epoch_) return;
+  l.mark = epoch_;
+  l.residual = l.capacity;
+  l.weight = 0.0;
+  l.unfixed = 0;
+  l.stale = false;
+  component_links_.push_back(link);
+}
+
+// Adds a flow to the component, and its tight links with its weight on them.
+void MaxMinFairShare::collect_flow(uint32_t flow) {
+  Flow& f = flows_[flow];
+  if (f.mark == epoch_) return;
+  f.mark = epoch_;
+  f.fixed = false;
+  component_flows_.push_back(flow);
+  hops_visited_ += f.hops.size();
+  for (const Hop& hop : f.hops) {
+    Link& l = links_[hop.link];
+    if (!tight(l)) continue;
+    join(hop.link);
+    l.weight += hop.weight;
+    ++l.unfixed;
   }
 }
 
@@ -171,12 +189,21 @@ void MaxMinFairShare::fill() {
       f.rate = level;
       for (const Hop& hop : f.hops) {
         Link& l = links_[hop.link];
+        if (l.mark != epoch_) continue;  // slack: not in the component
         l.residual = std::max(0.0, l.residual - hop.weight * level);
         l.weight -= hop.weight;
         --l.unfixed;
         l.stale = true;
       }
     }
+  }
+  // Every flow has a tight link (the one that bounds it), so none is left; were rounding to
+  // leave one, its bound is what no link keeps from it.
+  for (uint32_t id : component_flows_) {
+    Flow& f = flows_[id];
+    if (f.fixed) continue;
+    f.fixed = true;
+    f.rate = f.bound;
   }
 }
 

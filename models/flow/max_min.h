@@ -15,8 +15,18 @@
 //
 // Incremental: add() and remove() only mark the links the flow crosses. recompute() re-solves
 // the connected component of those links (links linked through shared flows); rates outside it
-// cannot change. Cost per recompute: O(H log H) with H the flow-hops in that component; at worst
-// every active flow's path. Storage (per flow hop lists, per link member lists, the heap, the
+// cannot change.
+//
+// Slack links: a flow's rate never exceeds its bound, the least capacity / weight over its
+// links (and its cap). A link whose members' weighted bounds add up to less than its capacity
+// can never fill, so it constrains no one: it neither joins components nor enters the heap
+// (removing a constraint that no feasible allocation can reach leaves the max-min allocation
+// as it was). The link that bounds a flow always has demand >= its capacity, so every flow
+// keeps the link that limits it alone. On a network whose flows spread thinly over many
+// equal-cost links, those links stay slack and the flows' components are their own NICs'.
+//
+// Cost per recompute: O(H log H) with H the flow-hops over tight links in that component; at
+// worst every active flow's path. Storage (per flow hop lists, per link member lists, the heap, the
 // component lists) keeps its capacity when flows end, so steady state allocates nothing.
 // Everything is ordered by ids and by the order of calls, never by addresses: same calls, same
 // rates, bit for bit.
@@ -75,12 +85,15 @@ class MaxMinFairShare {
     std::vector<Hop> hops;  // keeps its capacity when the id is reused
     uint32_t cap_link = kNoLink;  // its own link for a rate cap, once it has had one
     double rate = 0.0;
+    double bound = 0.0;     // the most it can get: min over its links of capacity / weight
     uint32_t mark = 0;      // epoch of the last recompute that visited it
     bool active = false;
     bool fixed = false;
   };
   struct Link {
     double capacity = 0.0;
+    double demand = 0.0;    // sum over members of weight x bound: below capacity, it is slack
+    bool was_tight = false; // tight at the last recompute that saw it change
     std::vector<Member> members;
     // Scratch of the recompute that visits the link.
     double residual = 0.0;
@@ -94,6 +107,10 @@ class MaxMinFairShare {
   };
 
   void touch(uint32_t link);
+  // Whether the link can fill (demand not clearly below capacity).
+  bool tight(const Link& l) const { return l.demand > l.capacity * (1.0 - 1e-9); }
+  void join(uint32_t link);
+  void collect_flow(uint32_t flow);
   void collect_component();
   void fill();
   bool before(uint32_t a, uint32_t b) const;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <new>
 
@@ -142,6 +143,15 @@ struct Lcg {
   }
 };
 
+// Removes one of the active flows (id -> anything), picked by `rng`.
+template <typename Active>
+void remove_any(MaxMinFairShare& share, Lcg& rng, Active& active) {
+  auto it = active.begin();
+  std::advance(it, rng.next(static_cast<uint32_t>(active.size())));
+  share.remove(it->first);
+  active.erase(it);
+}
+
 // Max-min fairness holds when every link's load is within its capacity and every flow has a
 // bottleneck: a full link on its path where no other flow has a higher rate.
 void expect_max_min_fair(const MaxMinFairShare& share, const std::vector<double>& capacity,
@@ -169,10 +179,7 @@ TEST(MaxMinFairShare, IncrementalUpdatesMatchASolveFromScratch) {
   std::map<uint32_t, std::vector<uint32_t>> active;  // id -> path
   for (int op = 0; op < 400; ++op) {
     if (!active.empty() && rng.next(3) == 0) {
-      auto it = active.begin();
-      std::advance(it, rng.next(static_cast<uint32_t>(active.size())));
-      share.remove(it->first);
-      active.erase(it);
+      remove_any(share, rng, active);
     } else {
       std::vector<uint32_t> path;
       const uint32_t hops = 1 + rng.next(4);
@@ -193,6 +200,117 @@ TEST(MaxMinFairShare, IncrementalUpdatesMatchASolveFromScratch) {
     expect_max_min_fair(share, capacity, active);
   }
   EXPECT_EQ(share.active(), active.size());
+}
+
+// Progressive filling from scratch over every link, slack or not: the reference.
+struct ReferenceFlow {
+  std::vector<uint32_t> path;
+  std::vector<double> weights;
+  double cap = 0.0;  // 0: none
+};
+std::vector<double> reference_max_min(const std::vector<double>& capacity, const std::vector<ReferenceFlow>& flows) {
+  std::vector<double> rate(flows.size(), 0.0), residual = capacity;
+  std::vector<bool> fixed(flows.size(), false);
+  for (size_t left = flows.size(); left > 0;) {
+    double level = std::numeric_limits<double>::infinity();
+    for (size_t l = 0; l < capacity.size(); ++l) {
+      double w = 0.0;
+      for (size_t i = 0; i < flows.size(); ++i)
+        for (size_t h = 0; h < flows[i].path.size(); ++h)
+          if (!fixed[i] && flows[i].path[h] == l) w += flows[i].weights[h];
+      if (w > 0.0) level = std::min(level, residual[l] / w);
+    }
+    for (size_t i = 0; i < flows.size(); ++i)
+      if (!fixed[i] && flows[i].cap > 0.0) level = std::min(level, flows[i].cap);
+    // Fix every flow on a link that fills at this level, or at its cap.
+    std::vector<bool> full(capacity.size(), false);
+    for (size_t l = 0; l < capacity.size(); ++l) {
+      double w = 0.0;
+      for (size_t i = 0; i < flows.size(); ++i)
+        for (size_t h = 0; h < flows[i].path.size(); ++h)
+          if (!fixed[i] && flows[i].path[h] == l) w += flows[i].weights[h];
+      full[l] = w > 0.0 && residual[l] / w <= level * (1 + 1e-12);
+    }
+    std::vector<size_t> now;
+    for (size_t i = 0; i < flows.size(); ++i) {
+      if (fixed[i]) continue;
+      bool stop = flows[i].cap > 0.0 && flows[i].cap <= level * (1 + 1e-12);
+      for (uint32_t l : flows[i].path) stop |= full[l];
+      if (stop) now.push_back(i);
+    }
+    for (size_t i : now) {
+      fixed[i] = true;
+      rate[i] = level;
+      --left;
+      for (size_t h = 0; h < flows[i].path.size(); ++h) residual[flows[i].path[h]] -= flows[i].weights[h] * level;
+    }
+  }
+  return rate;
+}
+
+TEST(MaxMinFairShare, ALinkThatCannotFillJoinsNoComponent) {
+  // Two NICs of 1 GB/s, both flows spread thinly (a tenth) over a spine link of 10 GB/s.
+  MaxMinFairShare share({kGBps, kGBps, 10 * kGBps});
+  const uint32_t pa[] = {0, 2}, pb[] = {1, 2}, pc[] = {2};
+  const double thin[] = {1.0, 0.1};
+  const uint32_t a = share.add(pa, thin, 2), b = share.add(pb, thin, 2);
+  EXPECT_EQ(share.recompute().size(), 2u);
+  EXPECT_DOUBLE_EQ(share.rate(a), kGBps);
+  share.remove(b);  // b's NIC and the spine change, but neither limits a
+  EXPECT_TRUE(share.recompute().empty());
+  EXPECT_DOUBLE_EQ(share.rate(a), kGBps);
+  // A flow that could fill the spine alone makes it tight: a and c meet there.
+  const uint32_t c = share.add(pc, nullptr, 1);
+  EXPECT_EQ(share.recompute().size(), 2u);
+  EXPECT_DOUBLE_EQ(share.rate(a), kGBps);
+  EXPECT_DOUBLE_EQ(share.rate(c), 9.9 * kGBps);
+  const uint32_t d = share.add(pc, nullptr, 1);  // c and d share what a leaves of the spine
+  share.recompute();
+  EXPECT_DOUBLE_EQ(share.rate(a), kGBps);
+  EXPECT_DOUBLE_EQ(share.rate(c), 4.95 * kGBps);
+  EXPECT_DOUBLE_EQ(share.rate(d), 4.95 * kGBps);
+  share.remove(c);
+  share.remove(d);  // slack again: a is solved without the spine
+  EXPECT_EQ(share.recompute(), std::vector<uint32_t>{a});
+  EXPECT_DOUBLE_EQ(share.rate(a), kGBps);
+}
+
+TEST(MaxMinFairShare, SpreadFlowsWithCapsMatchProgressiveFillingOverEveryLink) {
+  // Eight NICs, a few thin spine links shared by flows spread over them, caps on some flows:
+  // links go tight and slack as flows come and go.
+  Lcg rng{7};
+  std::vector<double> capacity;
+  for (int l = 0; l < 8; ++l) capacity.push_back(25 * kGBps);
+  for (int l = 0; l < 6; ++l) capacity.push_back((2 + rng.next(8)) * 10 * kGBps);
+  MaxMinFairShare share(capacity);
+  std::map<uint32_t, ReferenceFlow> active;
+  for (int op = 0; op < 600; ++op) {
+    if (!active.empty() && rng.next(3) == 0) {
+      remove_any(share, rng, active);
+    } else {
+      ReferenceFlow f;
+      f.path = {rng.next(8), 8 + rng.next(8)};
+      if (f.path[1] == f.path[0] || f.path[1] >= 8) f.path[1] = 8 + rng.next(6);
+      f.weights = {1.0, 0.05 * (1 + rng.next(20))};
+      for (uint32_t s = 8; s < 14 && rng.next(3) == 0; ++s)
+        if (s != f.path[1]) {
+          f.path.push_back(s);
+          f.weights.push_back(0.1);
+        }
+      f.cap = rng.next(4) == 0 ? (1 + rng.next(30)) * kGBps : 0.0;
+      active[share.add(f.path.data(), f.weights.data(), f.path.size(), f.cap)] = f;
+    }
+    if (rng.next(3) != 0) continue;
+    share.recompute();
+    std::vector<ReferenceFlow> flows;
+    for (const auto& [id, f] : active) flows.push_back(f);
+    const std::vector<double> expected = reference_max_min(capacity, flows);
+    size_t i = 0;
+    for (const auto& [id, f] : active) {
+      ASSERT_NEAR(share.rate(id), expected[i], 1e-9 * expected[i]) << "op " << op << ", flow " << id;
+      ++i;
+    }
+  }
 }
 
 // ---------------------------------------------------------------- the fabric, in a child
