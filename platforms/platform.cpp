@@ -169,6 +169,8 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
   // Flow fidelity: schedules run in their steady state; the flow fabric reduces in the switches
   // as the switch modules do (models/flow/flow_fabric.h).
   if (!packet) collectives.steady_state = true;
+  collectives.communicators = std::make_shared<const models::CommunicatorTable>(
+      job, collectives.gpus_per_node, collectives.dimensions, collectives.fabric.gpus_per_node);
   const uint64_t chunk = std::max<uint64_t>(1, collectives.chunk_bytes);
   const uint32_t nodes = topology.nodes;
 

@@ -27,25 +27,43 @@ CollectiveEngine::CollectiveEngine(sc_core::sc_module_name name, int rank,
                                    SmObserver* sms)
     : sc_module(name), socket("socket"), rank_(rank), job_(job), pool_(pool), fabric_(fabric),
       config_(config), tuner_(tuner_config(config), config.fabric), sm_observer_(sms),
-      joined_(job.communicators.size(), 0), position_(job.communicators.size(), -1),
+      communicators_(config.communicators
+                         ? config.communicators
+                         : std::make_shared<const CommunicatorTable>(job, config.gpus_per_node, config.dimensions,
+                                                                     config.fabric.gpus_per_node)),
       finished_event_("finished"), peq_("latency", this, &CollectiveEngine::delayed) {
   socket.register_nb_transport_fw(this, &CollectiveEngine::nb_transport_fw);
-  for (size_t c = 0; c < job.communicators.size(); ++c) {
-    const auto& ranks = job.communicators[c].ranks;
-    auto it = std::find(ranks.begin(), ranks.end(), rank);
-    if (it != ranks.end()) position_[c] = static_cast<int>(it - ranks.begin());
-    shapes_.push_back(shape(static_cast<int>(c)));
-  }
+  memberships_ = communicators_->begin(rank);
+  membership_count_ = size_t(communicators_->end(rank) - memberships_);
+  calls_.assign(membership_count_, Calls{});
   protocol::spawn_method("complete", &finished_event_, [this] { deliver_finished(); });
 }
 
-CommunicatorShape CollectiveEngine::shape(int communicator) const {
-  return communicator_shape(job_.communicators[communicator].ranks, config_.gpus_per_node,
-                            config_.dimensions, config_.fabric.gpus_per_node);
+// This rank's place among its communicators (ascending), or -1.
+long CollectiveEngine::find_membership(int communicator) const {
+  const auto* end = memberships_ + membership_count_;
+  const auto* it = std::lower_bound(memberships_, end, communicator,
+                                    [](const CommunicatorTable::Membership& m, int c) { return m.communicator < c; });
+  return it == end || it->communicator != communicator ? -1 : long(it - memberships_);
 }
 
+size_t CollectiveEngine::membership(int communicator) const {
+  const long m = find_membership(communicator);
+  if (m < 0)
+    throw std::logic_error(std::string(name()) + ": rank " + std::to_string(rank_) + " is not a member of communicator " +
+                           std::to_string(communicator));
+  return size_t(m);
+}
+
+uint32_t CollectiveEngine::joined(int communicator) const {
+  const long m = find_membership(communicator);
+  return m < 0 ? 0 : calls_[size_t(m)].joined;
+}
+
+CommunicatorShape CollectiveEngine::shape(int communicator) const { return communicators_->shape(communicator); }
+
 Choice CollectiveEngine::choice(const protocol::CollectiveEvent& e) const {
-  return choose_call(tuner_, e.kind, e.bytes, shapes_[e.communicator], e.algorithm, e.protocol,
+  return choose_call(tuner_, e.kind, e.bytes, communicators_->shape(e.communicator), e.algorithm, e.protocol,
                      config_.algorithm, config_.protocol, config_.channels);
 }
 
@@ -88,9 +106,9 @@ void CollectiveEngine::plan(Instance& inst, const protocol::CollectiveEvent& e) 
 
 void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveEvent& e) {
   const auto& ranks = job_.communicators[e.communicator].ranks;
-  const CommunicatorShape& shape = shapes_[e.communicator];
+  const CommunicatorShape& shape = communicators_->shape(e.communicator);
   const int n = static_cast<int>(ranks.size());
-  const int p = position_[e.communicator];
+  const int p = memberships_[membership(e.communicator)].position;
   inst.kind = e.kind;
   inst.choice = choice(e);
   const int C = std::max(1, inst.choice.channels);
@@ -235,7 +253,7 @@ void CollectiveEngine::steady_state(Instance& inst) const {
   // have their own connection and packet fidelity's chunks take the uplinks in turn, so each
   // of the tree's transfers across nodes is one flow per channel, sent together.
   const CollectiveAlgorithm algorithm = inst.choice.algorithm;
-  const CommunicatorShape& shape = shapes_[inst.communicator];
+  const CommunicatorShape& shape = communicators_->shape(inst.communicator);
   const bool ring = algorithm == CollectiveAlgorithm::Ring;
   const int network = ring || algorithm == CollectiveAlgorithm::Hierarchical
                           ? Tuner::network_steps(inst.kind, algorithm, shape)
@@ -284,19 +302,18 @@ bool CollectiveEngine::on_another_node(int peer) const {
 
 uint32_t CollectiveEngine::call_number(const protocol::CollectiveEvent& e) {
   if (e.call != protocol::CollectiveEvent::kUnnumbered) return e.call;
-  if (started_.empty()) started_.assign(job_.communicators.size(), 0);
-  return started_[size_t(e.communicator)]++;
+  return calls_[membership(e.communicator)].started++;
 }
 
 bool CollectiveEngine::joined(int communicator, uint32_t call) const {
-  return call < joined_[size_t(communicator)] || joined_ahead_.count(key(uint64_t(communicator), call)) > 0;
+  return call < joined(communicator) || joined_ahead_.count(key(uint64_t(communicator), call)) > 0;
 }
 
 void CollectiveEngine::start_collective(tlm::tlm_generic_payload& call) {
   protocol::CollectiveEvent& e = protocol::collective_event(call);
   const uint32_t sequence = call_number(e);
   // Calls 0 .. joined_ - 1 have started; the others that have, out of order, wait aside.
-  uint32_t& below = joined_[size_t(e.communicator)];
+  uint32_t& below = calls_[membership(e.communicator)].joined;
   if (sequence == below) {
     ++below;
     while (!joined_ahead_.empty() && joined_ahead_.erase(key(uint64_t(e.communicator), below)) > 0) ++below;
@@ -318,7 +335,7 @@ void CollectiveEngine::start_collective(tlm::tlm_generic_payload& call) {
   const double launch_s =
       config_.protocol_latencies
           ? tuner_.cost(inst.choice.algorithm, inst.choice.protocol).launch_us * 1e-6 +
-                tuner_.ring_fill(e.kind, inst.choice.algorithm, inst.choice.protocol, e.bytes, shapes_[size_t(e.communicator)])
+                tuner_.ring_fill(e.kind, inst.choice.algorithm, inst.choice.protocol, e.bytes, communicators_->shape(e.communicator))
           : 0.0;
   if (launch_s > 0) peq_.notify(call, LAUNCH, sc_time(launch_s, sc_core::SC_SEC));
   else launch(flow);

@@ -37,12 +37,14 @@
 #include <cstdint>
 #include <string>
 #include <map>
+#include <memory>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include <systemc>
 
+#include "models/collectives/communicator_table.h"
 #include "models/collectives/schedule.h"
 #include "models/collectives/tuner.h"
 #include "models/link/fabric_port.h"
@@ -95,6 +97,9 @@ struct CollectiveEngineConfig {
   TunerConfig tuner;
   FabricFacts fabric;                 // filled in by the platform builder
   AggregationTrees* trees = nullptr;  // filled in by the platform builder (collnet)
+  // The job's communicators, shared by every engine (filled in by the platform builder; an
+  // engine without one builds its own).
+  std::shared_ptr<const CommunicatorTable> communicators;
 };
 
 class CollectiveEngine : public sc_core::sc_module, public PacketSource {
@@ -110,8 +115,8 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   // A chunk this engine injected has left the GPU.
   void packet_left(tlm::tlm_generic_payload& gp) override;
 
-  // Calls 0 .. joined(c) - 1 on communicator c have all started on this rank.
-  uint32_t joined(int communicator) const { return joined_[communicator]; }
+  // Calls 0 .. joined(c) - 1 on communicator c have all started on this rank (0: not a member).
+  uint32_t joined(int communicator) const;
   // Whether this rank has started call `call` on the communicator.
   bool joined(int communicator, uint32_t call) const;
 
@@ -198,6 +203,9 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   void deliver_finished();
   void delayed(tlm::tlm_generic_payload& gp, const tlm::tlm_phase& phase);
   void add_sms(int delta);
+  // This rank's membership index in `communicator`; throws std::logic_error where it is none.
+  size_t membership(int communicator) const;
+  long find_membership(int communicator) const;  // -1 where it is none
 
   int rank_;
   const workloads::Job& job_;
@@ -206,11 +214,16 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   CollectiveEngineConfig config_;
   Tuner tuner_;
   SmObserver* sm_observer_;
-  std::vector<uint32_t> joined_;  // by communicator: every call below it has started
+  std::shared_ptr<const CommunicatorTable> communicators_;
+  const CommunicatorTable::Membership* memberships_ = nullptr;  // this rank's communicators
+  size_t membership_count_ = 0;
+  // By membership (this rank's communicators in ascending order): every call below `joined`
+  // has started; `started` unnumbered calls have.
+  struct Calls {
+    uint32_t joined = 0, started = 0;
+  };
+  std::vector<Calls> calls_;
   std::unordered_set<uint64_t> joined_ahead_;  // (communicator, call) started out of order
-  std::vector<uint32_t> started_;  // by communicator: unnumbered calls started
-  std::vector<int> position_;  // this rank's position in each communicator, -1 if absent
-  std::vector<CommunicatorShape> shapes_;
   std::unordered_map<int, CollNetGroups> collnet_;         // by communicator, on first use
   std::unordered_map<uint64_t, Instance> instances_;        // by flow (communicator, call)
   // Fresh plans by (bytes, communicator | kind | algorithm | protocol): a program repeats each
