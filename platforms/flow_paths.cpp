@@ -140,6 +140,27 @@ uint32_t RoutedPaths::tree_hop(uint32_t from, uint32_t port, const protocol::Fab
   return kNoSwitch;
 }
 
+// The network leg from gateway `from` to gateway `to`, spread once per pair and kept (a job's
+// transfers between nodes repeat few pairs: its pipeline and data-parallel neighbours); past
+// kMaxLegEntries links kept, legs are spread again each time instead.
+RoutedPaths::NetworkLeg RoutedPaths::network_leg(uint32_t from, uint32_t to) const {
+  const uint64_t key = uint64_t(from) << 32 | to;
+  if (auto found = legs_.find(key); found != legs_.end()) return found->second;
+  routing_.network_spread(from, to, spread_, scratch_);
+  const bool keep = leg_links_.size() + spread_.size() <= kMaxLegEntries;
+  if (!keep) {
+    leg_links_.resize(kMaxLegEntries);  // the scratch past the kept legs
+    leg_shares_.resize(kMaxLegEntries);
+  }
+  const NetworkLeg leg{static_cast<uint32_t>(leg_links_.size()), static_cast<uint32_t>(spread_.size())};
+  for (const Routing::Share& s : spread_) {
+    leg_links_.push_back(network_link(s.device, s.port));
+    leg_shares_.push_back(s.share);
+  }
+  if (keep) legs_.emplace(key, leg);
+  return leg;
+}
+
 // A transfer between nodes spreads over the network's equal-cost ports (Routing::network_spread),
 // as packet fidelity's chunks do; in its nodes it takes the hashed path packet fidelity's
 // chunks take (its gateway, and a path through the NVSwitches or PCIe switches).
@@ -152,12 +173,10 @@ void RoutedPaths::path(const protocol::FabricTransfer& transfer, std::vector<uin
   const uint32_t node = t.source / nt.gpus, there = t.destination / nt.gpus;
   if (node_leg(node, t.source % nt.gpus, t, links)) return;  // within the node
   const uint32_t per_node = topology_.gateways_per_node();
-  routing_.network_spread(node * per_node + t.gateway, there * per_node + t.gateway, spread_, scratch_);
   shares.assign(links.size(), 1.0);
-  for (const Routing::Share& s : spread_) {
-    links.push_back(network_link(s.device, s.port));
-    shares.push_back(s.share);
-  }
+  const NetworkLeg leg = network_leg(node * per_node + t.gateway, there * per_node + t.gateway);
+  links.insert(links.end(), leg_links_.begin() + leg.first, leg_links_.begin() + leg.first + leg.count);
+  shares.insert(shares.end(), leg_shares_.begin() + leg.first, leg_shares_.begin() + leg.first + leg.count);
   into_node(there, nt.gateways[t.gateway], t, links);
   shares.resize(links.size(), 1.0);
 }

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "models/flow/flow_fabric.h"
@@ -66,8 +67,17 @@ class RoutedPaths : public models::PathProvider {
   uint32_t links_ = 0;       // directed links in all
   uint32_t node_devices_ = 0;  // devices per node (template)
   uint32_t switch_ids_ = 0;
-  // Scratch of path(): the network leg's links and shares (kept, so a path allocates nothing).
-  mutable std::vector<Routing::Share> spread_;
+  // The network legs spread so far, by (from gateway, to gateway): their links and shares at
+  // [first, first + count) of leg_links_ and leg_shares_.
+  struct NetworkLeg {
+    uint32_t first = 0, count = 0;
+  };
+  static constexpr size_t kMaxLegEntries = size_t(1) << 24;  // 16 M links kept, 192 MiB
+  NetworkLeg network_leg(uint32_t from, uint32_t to) const;
+  mutable std::unordered_map<uint64_t, NetworkLeg> legs_;
+  mutable std::vector<uint32_t> leg_links_;
+  mutable std::vector<double> leg_shares_;
+  mutable std::vector<Routing::Share> spread_;  // scratch of network_leg()
   mutable Routing::SpreadScratch scratch_;
 };
 
