@@ -1,10 +1,12 @@
-// The protocol layer: link timing arithmetic, the payload pool, extension copies.
+// The protocol layer: link timing arithmetic, the payload pool, extension copies, the target
+// socket.
 #include <gtest/gtest.h>
 
 #include "tlm/extensions.h"
 #include "tlm/link_timing.h"
 #include "tlm/payload_pool.h"
 #include "tlm/sockets.h"
+#include "tests/support/child_process.h"
 
 namespace tessera::protocol {
 namespace {
@@ -51,6 +53,55 @@ TEST_F(ProtocolTest, PoolReusesPayloadsWithTheirExtensions) {
   EXPECT_EQ(pool.created(), 2u);
   b->release();
   c->release();
+}
+
+// A target that answers nb_transport_fw, and an initiator that calls it once at time zero.
+struct Target : sc_core::sc_module {
+  TargetSocket<Target> socket{"socket"};
+  int calls = 0;
+  explicit Target(sc_core::sc_module_name name) : sc_module(name) {
+    socket.register_nb_transport_fw(this, &Target::nb_transport_fw);
+  }
+  tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload&, tlm::tlm_phase& phase, sc_core::sc_time&) {
+    ++calls;
+    phase = tlm::END_REQ;
+    return tlm::TLM_UPDATED;
+  }
+};
+struct Initiator : sc_core::sc_module {
+  InitiatorSocket<Initiator> socket{"socket"};
+  tlm::tlm_sync_enum answer = tlm::TLM_ACCEPTED;
+  tlm::tlm_phase phase = tlm::BEGIN_REQ;
+  explicit Initiator(sc_core::sc_module_name name) : sc_module(name) {
+    spawn_method("send", nullptr, [this] {
+      tlm::tlm_generic_payload gp;
+      sc_core::sc_time t = sc_core::SC_ZERO_TIME;
+      answer = socket->nb_transport_fw(gp, phase, t);
+    });
+  }
+};
+int threads_under(const std::vector<sc_core::sc_object*>& objects) {
+  int n = 0;
+  for (sc_core::sc_object* o : objects)
+    n += (std::string(o->kind()) == "sc_thread_process") + threads_under(o->get_child_objects());
+  return n;
+}
+
+TEST_F(ProtocolTest, ATargetSocketCallsItsModuleAndStartsNoThread) {
+  const nlohmann::json r = testing::run_in_child([] {
+    Initiator initiator("initiator");
+    Target target("target");
+    initiator.socket.bind(target.socket);
+    sc_core::sc_start();
+    return nlohmann::json{{"calls", target.calls},
+                          {"updated", initiator.answer == tlm::TLM_UPDATED && initiator.phase == tlm::END_REQ},
+                          {"threads", threads_under(sc_core::sc_get_top_level_objects())}};
+  });
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  EXPECT_EQ(r["calls"], 1);
+  EXPECT_TRUE(r["updated"].get<bool>());
+  // (A thread would carry a stack, a memory mapping of its own, per socket.)
+  EXPECT_EQ(r["threads"], 0);
 }
 
 TEST_F(ProtocolTest, ExtensionsCloneAndCopy) {
