@@ -20,7 +20,6 @@ class CommunicatorTable {
                     int platform_gpus_per_node);
 
   const CommunicatorShape& shape(int communicator) const { return shapes_[size_t(communicator)]; }
-  size_t communicators() const { return shapes_.size(); }
 
   struct Membership {
     int communicator = -1;
