@@ -73,6 +73,11 @@ Watchdog::Watchdog(const WatchdogSettings& s, double expected_bytes) {
   const bool from_size = s.max_memory_gib == 0;
   const double memory = from_size ? memory_limit_bytes(expected_bytes) : s.max_memory_gib * double(1 << 30);
   thread_ = std::thread([this, wall = s.max_wall_s, memory, from_size] { watch(wall, memory, from_size); });
+  // A thread that is starting allocates (its stack, the sanitizers' state): a process forked
+  // then (run_without_rtl's child) could inherit an allocator lock held and wait for it forever.
+  // Return once the thread is in its loop, where it takes no lock but its own.
+  std::unique_lock<std::mutex> lock(mutex_);
+  started_.wait(lock, [this] { return watching_; });
 }
 
 Watchdog::~Watchdog() {
@@ -87,6 +92,8 @@ Watchdog::~Watchdog() {
 void Watchdog::watch(double max_wall_s, double max_memory_bytes, bool from_size) {
   const auto start = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(mutex_);
+  watching_ = true;
+  started_.notify_all();
   while (!stop_.wait_for(lock, std::chrono::milliseconds(100), [this] { return stopping_; })) {
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (max_wall_s > 0 && wall > max_wall_s) stop_run("wall-clock time (s)", wall, max_wall_s, "--max-wall-s");

@@ -44,7 +44,9 @@ class Watchdog {
   void watch(double max_wall_s, double max_memory_bytes, bool from_size);
   std::mutex mutex_;
   std::condition_variable stop_;
+  std::condition_variable started_;
   bool stopping_ = false;
+  bool watching_ = false;  // the thread has started and holds no lock but mutex_
   std::thread thread_;
 };
 
