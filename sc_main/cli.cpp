@@ -77,6 +77,7 @@ constexpr int64_t kMaxIterations = 1000000;
 
 struct RunSettings {
   std::string config, report, trace, job, vcd;
+  std::string report_detail = "full";
   bool rtl_reference = true;
   PlatformSettings platform;
   ComputeSettings compute;
@@ -99,6 +100,7 @@ po::options_description run_options(RunSettings& s, const char* title = "tessera
       ("help,h", "this help")
       ("config", po::value(&s.config), "read options from FILE (lines 'key = value', keys are the long option names)")
       ("report", po::value(&s.report), "write the report as JSON to FILE")
+      ("report-detail", po::value(&s.report_detail)->default_value("full"), "what the report holds: full (every rank and link too) or summary (the iteration and the means over ranks)")
       ("trace", po::value(&s.trace), "write a Chrome/Perfetto trace to FILE")
       ("trace-bucket-us", po::value(&s.trace_bucket_us)->default_value(10.0), "link counter resolution in the trace, microseconds")
       ("vcd", po::value(&s.vcd), "write the RTL blocks' pins and their ports' signals as a VCD waveform to FILE (GTKWave; docs/cosim.md)")
@@ -255,6 +257,8 @@ void check_run_settings(const RunSettings& s, const po::variables_map& vm) {
   check_option("--iterations", double(s.iterations), limits::integers(1, kMaxIterations));
   if (s.symmetry != "on" && s.symmetry != "off")
     throw InputError("--symmetry: '" + s.symmetry + "' is not on or off");
+  if (s.report_detail != "full" && s.report_detail != "summary")
+    throw InputError("--report-detail: '" + s.report_detail + "' is not full or summary");
   check_option("--trace-bucket-us", s.trace_bucket_us, limits::Range{kMinTraceBucketUs, kMaxTraceBucketUs});
   if (vm.count("gpus-per-node"))
     check_option("--gpus-per-node", double(s.gpus_per_node), limits::integers(1, limits::kMaxGpusPerNode));
@@ -444,7 +448,8 @@ int run_parsed(RunSettings& s, const po::variables_map& vm, std::ostream& out, s
     err << "tessera: error: " << describe_deadlock(result) << "\n";
     return kDeadlock;
   }
-  if (!s.report.empty()) write_json_file(s.report, report_json(platform, job, workload.memory, result));
+  if (!s.report.empty()) write_json_file(s.report, report_json(platform, job, workload.memory, result,
+                                                           s.report_detail == "full" ? ReportDetail::Full : ReportDetail::Summary));
   if (!s.trace.empty()) write_json_file(s.trace, trace_json(platform, job, result, s.trace_bucket_us));
   if (!s.quiet) print_summary(out, platform, job, workload.memory, result);
   return kOk;
@@ -503,7 +508,7 @@ int analyze_parsed(RunSettings& s, const AnalyzeSettings& a, const po::variables
                    const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   check_run_settings(s, vm);
   check_analyze_settings(a);
-  for (const char* name : {"report", "trace", "trace-bucket-us", "fidelity", "iterations", "quiet"})
+  for (const char* name : {"report", "report-detail", "trace", "trace-bucket-us", "fidelity", "iterations", "quiet"})
     if (vm.count(name) && !vm[name].defaulted())
       throw InputError(std::string("--") + name + ": does not apply to tessera analyze (it costs the analytic model and prints its analyses)");
   std::shared_ptr<const platforms::RoutedTopology> topology;

@@ -63,6 +63,79 @@ std::array<double, models::kTimeCauses> mean_time_by_cause(const SimulationResul
   return mean;
 }
 
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// Each rank's times and compute by cause, the mean over ranks; the largest peak memory.
+ordered_json mean_over_ranks(const SimulationResult& r) {
+  const double n = r.ranks.empty() ? 1.0 : double(r.ranks.size());
+  double compute = 0, exposed = 0, overlapped = 0, idle = 0;
+  std::array<double, models::kComputeCauses> by_cause{};
+  for (const RankResult& rr : r.ranks) {
+    compute += rr.compute_s / n;
+    exposed += rr.exposed_communication_s / n;
+    overlapped += rr.overlapped_communication_s / n;
+    idle += rr.idle_s / n;
+    for (int c = 0; c < models::kComputeCauses; ++c) by_cause[c] += rr.compute_by_cause[c] / n;
+  }
+  RankResult mean;
+  mean.compute_by_cause = by_cause;
+  return {{"compute_time_s", compute},
+          {"exposed_communication_time_s", exposed},
+          {"overlapped_communication_time_s", overlapped},
+          {"idle_time_s", idle},
+          {"compute_by_cause_s", compute_by_cause(mean)}};
+}
+
+double largest_peak_memory_gib(const SimulationResult& r, const std::vector<workloads::MemoryBreakdown>& memory) {
+  double largest = 0;
+  for (const RankResult& rr : r.ranks)
+    if (static_cast<size_t>(rr.rank) < memory.size()) largest = std::max(largest, memory[rr.rank].peak / kGiB);
+  return largest;
+}
+
+// Every rank: its times, compute and iteration by cause, traffic, memory.
+ordered_json ranks_json(const SimulationResult& r, const std::vector<workloads::MemoryBreakdown>& memory) {
+  ordered_json ranks = ordered_json::array();
+  for (const RankResult& rr : r.ranks) {
+    ordered_json rank = {{"rank", rr.rank},
+                     {"finish_time_s", rr.finish_s},
+                     {"compute_time_s", rr.compute_s},
+                     {"exposed_communication_time_s", rr.exposed_communication_s},
+                     {"overlapped_communication_time_s", rr.overlapped_communication_s},
+                     {"idle_time_s", rr.idle_s},
+                     {"compute_by_cause_s", compute_by_cause(rr)},
+                     {"time_by_cause_s", time_by_cause(rr.time_by_cause)},
+                     {"ops", rr.ops},
+                     {"bytes_sent", rr.bytes_sent},
+                     {"bytes_received", rr.bytes_received}};
+    if (static_cast<size_t>(rr.rank) < memory.size()) {
+      const workloads::MemoryBreakdown& m = memory[rr.rank];
+      rank["peak_memory_gib"] = m.peak / kGiB;
+      rank["memory_gib"] = {{"parameters", m.params / kGiB},
+                            {"gradients", m.grads / kGiB},
+                            {"optimizer_states", m.optimizer / kGiB},
+                            {"activations", m.activations / kGiB},
+                            {"temporary", m.temporary / kGiB}};
+    }
+    ranks.push_back(rank);
+  }
+  return ranks;
+}
+
+// Every link (one direction): what it carried and how busy it was.
+ordered_json links_json(const SimulationResult& r) {
+  ordered_json links = ordered_json::array();
+  for (const LinkResult& l : r.links) {
+    links.push_back({{"name", l.name},
+                     {"kind", l.kind},
+                     {"bandwidth_gb_per_s", l.bandwidth_bytes_per_s / 1e9},
+                     {"bytes", l.bytes},
+                     {"busy_time_s", l.busy_s},
+                     {"utilization", r.iteration_time_s > 0 ? l.busy_s / r.iteration_time_s : 0.0}});
+  }
+  return links;
+}
+
 // The RTL blocks of a run, by block: how many ports, cycles evaluated, decisions.
 struct RtlBlockTotals {
   std::string kind;
@@ -133,7 +206,7 @@ ordered_json rtl_json(const SimulationResult& r) {
 
 ordered_json report_json(const platforms::PlatformConfig& platform, const workloads::Job& job,
                          const std::vector<workloads::MemoryBreakdown>& memory,
-                         const SimulationResult& r) {
+                         const SimulationResult& r, ReportDetail detail) {
   ordered_json j;
   j["platform"] = {{"name", platform.name},
                    {"gpu", platform.gpu.name},
@@ -155,42 +228,12 @@ ordered_json report_json(const platforms::PlatformConfig& platform, const worklo
   j["hardware_tflops_per_gpu"] = hardware_tflops_per_gpu(job, r);
   j["mfu"] = model_tflops_per_gpu(job, r) / peak_tflops(platform, job);
   j["time_by_cause_s"] = time_by_cause(mean_time_by_cause(r));
-  ordered_json ranks = ordered_json::array();
-  constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
-  for (const RankResult& rr : r.ranks) {
-    ordered_json rank = {{"rank", rr.rank},
-                     {"finish_time_s", rr.finish_s},
-                     {"compute_time_s", rr.compute_s},
-                     {"exposed_communication_time_s", rr.exposed_communication_s},
-                     {"overlapped_communication_time_s", rr.overlapped_communication_s},
-                     {"idle_time_s", rr.idle_s},
-                     {"compute_by_cause_s", compute_by_cause(rr)},
-                     {"time_by_cause_s", time_by_cause(rr.time_by_cause)},
-                     {"ops", rr.ops},
-                     {"bytes_sent", rr.bytes_sent},
-                     {"bytes_received", rr.bytes_received}};
-    if (static_cast<size_t>(rr.rank) < memory.size()) {
-      const workloads::MemoryBreakdown& m = memory[rr.rank];
-      rank["peak_memory_gib"] = m.peak / GiB;
-      rank["memory_gib"] = {{"parameters", m.params / GiB},
-                            {"gradients", m.grads / GiB},
-                            {"optimizer_states", m.optimizer / GiB},
-                            {"activations", m.activations / GiB},
-                            {"temporary", m.temporary / GiB}};
-    }
-    ranks.push_back(rank);
+  j["mean_over_ranks"] = mean_over_ranks(r);
+  if (!memory.empty()) j["peak_memory_gib"] = largest_peak_memory_gib(r, memory);
+  if (detail == ReportDetail::Full) {
+    j["ranks"] = ranks_json(r, memory);
+    j["links"] = links_json(r);
   }
-  j["ranks"] = ranks;
-  ordered_json links = ordered_json::array();
-  for (const LinkResult& l : r.links) {
-    links.push_back({{"name", l.name},
-                     {"kind", l.kind},
-                     {"bandwidth_gb_per_s", l.bandwidth_bytes_per_s / 1e9},
-                     {"bytes", l.bytes},
-                     {"busy_time_s", l.busy_s},
-                     {"utilization", r.iteration_time_s > 0 ? l.busy_s / r.iteration_time_s : 0.0}});
-  }
-  j["links"] = links;
   j["simulation"] = {{"fidelity", platforms::fidelity_name(r.fidelity)},
                      {"iterations", r.iterations},
                      {"fabric_transactions", r.transactions},

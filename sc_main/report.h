@@ -18,10 +18,16 @@ namespace tessera::app {
 // One number with a printf format ("%.3f ms").
 std::string format(const char* fmt, double v);
 
+// How much of the run the report holds: `Full`, every rank and every link too; `Summary`, the
+// iteration and the means over ranks only (a sweep's row; a large platform's full report is
+// megabytes).
+enum class ReportDetail { Full, Summary };
+
 nlohmann::ordered_json report_json(const platforms::PlatformConfig& platform,
                                    const workloads::Job& job,
                                    const std::vector<workloads::MemoryBreakdown>& memory,
-                                   const SimulationResult& result);
+                                   const SimulationResult& result,
+                                   ReportDetail detail = ReportDetail::Full);
 void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
                    const workloads::Job& job,
                    const std::vector<workloads::MemoryBreakdown>& memory,

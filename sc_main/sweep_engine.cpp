@@ -79,29 +79,24 @@ const char* status_name(int exit_status) {
   }
 }
 
-// Means over the ranks of the report's per-rank times, and the largest of them.
+// The report's means over ranks (a summary report), and which cause is the largest.
 void read_time_by_cause(const json& report, SweepResult& r) {
-  const json& ranks = report.at("ranks");
-  for (const json& rank : ranks) {
-    const json& c = rank.at("compute_by_cause_s");
-    r.gemm_s += c.value("gemm", 0.0);
-    r.attention_s += c.value("attention", 0.0);
-    r.memory_bound_s += c.value("memory_bound", 0.0);
-    r.framework_s += c.value("framework", 0.0);
-    r.exposed_communication_s += rank.at("exposed_communication_time_s").get<double>();
-    r.idle_s += rank.at("idle_time_s").get<double>();
-    r.peak_memory_gib = std::max(r.peak_memory_gib, rank.value("peak_memory_gib", 0.0));
-  }
-  const double n = ranks.empty() ? 1.0 : double(ranks.size());
+  const json& mean = report.at("mean_over_ranks");
+  const json& c = mean.at("compute_by_cause_s");
+  r.gemm_s = c.value("gemm", 0.0);
+  r.attention_s = c.value("attention", 0.0);
+  r.memory_bound_s = c.value("memory_bound", 0.0);
+  r.framework_s = c.value("framework", 0.0);
+  r.exposed_communication_s = mean.at("exposed_communication_time_s").get<double>();
+  r.idle_s = mean.at("idle_time_s").get<double>();
+  r.peak_memory_gib = report.value("peak_memory_gib", 0.0);
   const std::pair<const char*, double*> causes[] = {
       {"gemm", &r.gemm_s}, {"attention", &r.attention_s}, {"memory-bound", &r.memory_bound_s},
       {"framework", &r.framework_s}, {"exposed-communication", &r.exposed_communication_s},
       {"idle", &r.idle_s}};
   double largest = -1;
-  for (const auto& [name, value] : causes) {
-    *value /= n;
+  for (const auto& [name, value] : causes)
     if (*value > largest) largest = *value, r.dominant_cost = name;
-  }
 }
 
 void read_report(const std::string& path, SweepResult& r) {
@@ -172,7 +167,7 @@ class LocalRunner {
     ChildRun child;
     child.args = {"run"};
     child.args.insert(child.args.end(), args.begin(), args.end());
-    child.args.insert(child.args.end(), {"--quiet", "--report", base + ".json"});
+    child.args.insert(child.args.end(), {"--quiet", "--report", base + ".json", "--report-detail", "summary"});
     child.log = base + ".log";
     running_[start_child(child)] = {index, Clock::now()};
   }

@@ -20,7 +20,7 @@ struct Setting {
 using Settings = std::vector<Setting>;
 
 // Options the sweep sets itself, or that make no sense per run.
-const char* const kReserved[] = {"report", "trace", "trace-bucket-us", "config", "quiet", "help"};
+const char* const kReserved[] = {"report", "report-detail", "trace", "trace-bucket-us", "config", "quiet", "help"};
 
 // Option names in either spelling ('-' or '_'); a platform key after "set." as written.
 std::string option_key(const std::string& written) {

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -76,6 +77,38 @@ TEST(Cli, ReportHasUnitsInKeysAndIsByteIdenticalAcrossRuns) {
     EXPECT_NEAR(sum, j["iteration_time_s"].get<double>(), 1e-9);
   }
   EXPECT_GT(j["links"].size(), 0u);
+}
+
+// A summary report is the full one without its ranks and links; both hold the means over
+// ranks and the largest peak memory, which are those of the ranks listed in full.
+TEST(Cli, ASummaryReportIsTheFullOneWithoutRanksAndLinks) {
+  const std::string full = temp_dir() + "/full.json", summary = temp_dir() + "/summary.json";
+  ASSERT_EQ(tessera("run --layers 4 --pp 2 --tp 2 --report " + full).status, 0);
+  ASSERT_EQ(tessera("run --layers 4 --pp 2 --tp 2 --report-detail summary --report " + summary).status, 0);
+  auto f = nlohmann::json::parse(read_file(full));
+  const auto s = nlohmann::json::parse(read_file(summary));
+  EXPECT_FALSE(s.contains("ranks"));
+  EXPECT_FALSE(s.contains("links"));
+  const auto& ranks = f["ranks"];
+  ASSERT_EQ(ranks.size(), 8u);
+  double gemm = 0, idle = 0, exposed = 0, peak = 0;
+  for (const auto& rank : ranks) {
+    gemm += rank["compute_by_cause_s"]["gemm"].get<double>() / 8;
+    idle += rank["idle_time_s"].get<double>() / 8;
+    exposed += rank["exposed_communication_time_s"].get<double>() / 8;
+    peak = std::max(peak, rank["peak_memory_gib"].get<double>());
+  }
+  const auto& mean = s["mean_over_ranks"];
+  EXPECT_GT(gemm, 0);
+  EXPECT_NEAR(mean["compute_by_cause_s"]["gemm"].get<double>(), gemm, 1e-12);
+  EXPECT_NEAR(mean["idle_time_s"].get<double>(), idle, 1e-12);
+  EXPECT_NEAR(mean["exposed_communication_time_s"].get<double>(), exposed, 1e-12);
+  EXPECT_GT(peak, 0);
+  EXPECT_EQ(s["peak_memory_gib"].get<double>(), peak);
+  f.erase("ranks");
+  f.erase("links");
+  EXPECT_EQ(f, s);
+  expect_bad_input("run --layers 2 --report-detail some", "--report-detail: 'some' is not full or summary");
 }
 
 TEST(Cli, TraceHasATrackPerGpuStreamAndLinkCounters) {
