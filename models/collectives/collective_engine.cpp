@@ -322,7 +322,7 @@ void CollectiveEngine::start_collective(tlm::tlm_generic_payload& call) {
   }
   const uint64_t flow = key(uint64_t(e.communicator), sequence);
   e.flow = flow;
-  Instance& inst = instances_[flow];
+  Instance& inst = instance(flow);
   inst.call = &call;
   inst.communicator = e.communicator;
   inst.sequence = sequence;
@@ -342,7 +342,7 @@ void CollectiveEngine::start_collective(tlm::tlm_generic_payload& call) {
 }
 
 void CollectiveEngine::launch(uint64_t flow) {
-  Instance& inst = instances_[flow];
+  Instance& inst = instance(flow);
   inst.launched = true;
   add_sms(inst.choice.channels);
   for (size_t k = 0; k < inst.phases.size(); ++k) pump(flow, inst, k);
@@ -441,6 +441,19 @@ void CollectiveEngine::add_sms(int delta) {
   if (sm_observer_ != nullptr) sm_observer_->collective_sms_changed(sms_in_use_);
 }
 
+CollectiveEngine::Instance& CollectiveEngine::instance(uint64_t flow) {
+  if (flow != last_flow_ || last_instance_ == nullptr) {
+    last_instance_ = &instances_[flow];
+    last_flow_ = flow;
+  }
+  return *last_instance_;
+}
+
+void CollectiveEngine::forget(uint64_t flow) {
+  if (flow == last_flow_) last_instance_ = nullptr;
+  instances_.erase(flow);
+}
+
 void CollectiveEngine::finish(tlm::tlm_generic_payload* call) {
   // Completion is delivered in the next delta cycle, never from inside a fabric callback.
   finished_.push_back(call);
@@ -450,7 +463,7 @@ void CollectiveEngine::finish(tlm::tlm_generic_payload* call) {
 void CollectiveEngine::deliver_finished() {
   for (uint64_t flow : finished_flows_) {
     if (flow >> 63) sends_.erase(flow & ~(uint64_t(1) << 63));
-    else instances_.erase(flow);
+    else forget(flow);
   }
   finished_flows_.clear();
   std::vector<tlm::tlm_generic_payload*> calls;
@@ -522,7 +535,7 @@ void CollectiveEngine::chunk_arrived(tlm::tlm_generic_payload& gp) {
     match_receives(p2p);
     return;
   }
-  Instance& inst = instances_[t.flow];
+  Instance& inst = instance(t.flow);
   if (inst.call == nullptr) {
     inst.early.push_back(key(t.step, t.chunk));  // this rank has not joined yet
     gp.release();
@@ -556,7 +569,7 @@ void CollectiveEngine::delayed(tlm::tlm_generic_payload& gp, const tlm::tlm_phas
   const uint64_t flow = t.flow;
   const uint32_t step = t.step;
   gp.release();
-  received(flow, instances_[flow], step);
+  received(flow, instance(flow), step);
 }
 
 void CollectiveEngine::packet_left(tlm::tlm_generic_payload& gp) {
@@ -572,7 +585,7 @@ void CollectiveEngine::packet_left(tlm::tlm_generic_payload& gp) {
     return;
   }
   const uint64_t flow = t.flow;
-  Instance& inst = instances_[flow];
+  Instance& inst = instance(flow);
   ++inst.sends_done;
   --inst.phases[t.step].in_flight;
   pump(flow, inst, t.step);

@@ -199,6 +199,9 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   void received(uint64_t flow, Instance& inst, uint32_t step);
   void check_done(uint64_t flow, Instance& inst);
   void match_receives(PointToPoint& p2p);
+  // The instance of a flow (made on first use), and its removal once the call is done.
+  Instance& instance(uint64_t flow);
+  void forget(uint64_t flow);
   void finish(tlm::tlm_generic_payload* call);
   void deliver_finished();
   void delayed(tlm::tlm_generic_payload& gp, const tlm::tlm_phase& phase);
@@ -226,6 +229,11 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   std::unordered_set<uint64_t> joined_ahead_;  // (communicator, call) started out of order
   std::unordered_map<int, CollNetGroups> collnet_;         // by communicator, on first use
   std::unordered_map<uint64_t, Instance> instances_;        // by flow (communicator, call)
+  // The instance looked up last: a call's chunks arrive and leave in runs, and finding an
+  // instance by its flow (a prime modulo and a node in another cache line) was the largest
+  // single cost of a flow-fidelity run with many data-parallel replicas.
+  uint64_t last_flow_ = 0;
+  Instance* last_instance_ = nullptr;
   // Fresh plans by (bytes, communicator | kind | algorithm | protocol): a program repeats each
   // call shape many times, and planning (the tuner's choice, the schedule, its steady state)
   // is most of what a call costs the simulator.
