@@ -241,11 +241,19 @@ struct SearchOutcome {
   size_t failed = 0;              // kept candidates whose run did not end ok
 };
 
+// The candidate's run in the fidelity that ranked it (the runs are those of the prune fidelity).
+SweepRun run_in(const SweepRun& run, const std::string& fidelity) {
+  SweepRun in = run;
+  for (std::string& a : in.args)
+    if (a.rfind("--fidelity=", 0) == 0) a = "--fidelity=" + fidelity;
+  return in;
+}
+
 ordered_json ranked_json(const Ranked& r, const std::vector<SweepRun>& runs) {
   ordered_json j = {{"strategy", ordered_json::object()}};
   for (const auto& [k, v] : runs[r.candidate].parameters) j["strategy"][k] = v;
   j["fidelity"] = r.fidelity;
-  j["command"] = run_command(runs[r.candidate]);
+  j["command"] = run_command(run_in(runs[r.candidate], r.fidelity));
   j.update(r.result.to_json());
   return j;
 }

@@ -74,6 +74,13 @@ TEST(Search, FindsTheBestOfABruteForceFlowSweepAndPrunesWhatRunRefuses) {
   EXPECT_EQ(key(s["best"][0]["strategy"]), fastest->first);
   EXPECT_DOUBLE_EQ(s["best"][0]["iteration_time_s"].get<double>(), fastest->second);
   for (const json& r : s["best"]) EXPECT_GE(r["iteration_time_s"].get<double>(), fastest->second);
+  // Each row's command re-runs it in the fidelity that gave its numbers.
+  for (const char* rows : {"best", "estimated"})
+    for (const json& r : s[rows]) {
+      const std::string command = r["command"];
+      EXPECT_NE(command.find("--fidelity=" + r["fidelity"].get<std::string>()), std::string::npos) << command;
+      EXPECT_EQ(command.find("--fidelity=", command.find("--fidelity=") + 1), std::string::npos) << command;
+    }
 }
 
 TEST(Search, Gpt3ThirteenBillionOnTwoDgxA100IsAtLeastAsFastAsEveryBruteForceRun) {
