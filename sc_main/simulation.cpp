@@ -393,7 +393,7 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
     RtlPortResult p;
     p.port = port->port().name();
     p.block = port->block_name();
-    p.kind = port->kind();
+    p.kind = port->block_kind();
     p.period_s = seconds(port->period());
     p.cycles = port->cycles();
     p.decisions = port->decisions();

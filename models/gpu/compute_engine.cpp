@@ -10,9 +10,9 @@ namespace tessera::models {
 
 using sc_core::sc_time;
 
-ComputeEngine::ComputeEngine(sc_core::sc_module_name name, const GpuSpec& spec,
-                             const HbmMemory& hbm, GpuActivity& activity, bool copy_engine)
-    : sc_module(name), socket("socket"), spec_(spec), hbm_(hbm), activity_(activity),
+ComputeEngine::ComputeEngine(sc_core::sc_module_name name, const GpuSpec& spec, GpuActivity& activity,
+                             bool copy_engine)
+    : sc_module(name), socket("socket"), spec_(spec), activity_(activity),
       copy_engine_(copy_engine), done_("done") {
   socket.register_nb_transport_fw(this, &ComputeEngine::nb_transport_fw);
   protocol::spawn_method("retire", &done_, [this] { kernel_done(); });

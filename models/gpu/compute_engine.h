@@ -24,8 +24,7 @@ class ComputeEngine : public sc_core::sc_module {
  public:
   protocol::TargetSocket<ComputeEngine> socket;
 
-  ComputeEngine(sc_core::sc_module_name name, const GpuSpec& spec, const HbmMemory& hbm,
-                GpuActivity& activity, bool copy_engine);
+  ComputeEngine(sc_core::sc_module_name name, const GpuSpec& spec, GpuActivity& activity, bool copy_engine);
 
   // Time one kernel (or copy) takes on an otherwise idle engine by the roofline (kernels of a GPU
   // with a KernelTimer are timed by the timer instead).
@@ -47,7 +46,6 @@ class ComputeEngine : public sc_core::sc_module {
   void kernel_done();
 
   const GpuSpec& spec_;
-  const HbmMemory& hbm_;
   GpuActivity& activity_;
   bool copy_engine_;
   RingQueue<tlm::tlm_generic_payload*> queue_;

@@ -10,11 +10,9 @@ Gpu::Gpu(sc_core::sc_module_name name, int rank, const GpuConfig& config,
          const workloads::Job& job, protocol::PayloadPool& pool)
     : sc_module(name),
       rank_(rank),
-      config_(config),
-      hbm_(config.spec.hbm_capacity_gib * 1024.0 * 1024.0 * 1024.0,
-           config.spec.hbm_bandwidth_gbps * 1e9, config.spec.hbm_efficiency) {
-  compute_ = std::make_unique<ComputeEngine>("compute_engine", config_.spec, hbm_, activity_, false);
-  copy_ = std::make_unique<ComputeEngine>("copy_engine", config_.spec, hbm_, activity_, true);
+      config_(config) {
+  compute_ = std::make_unique<ComputeEngine>("compute_engine", config_.spec, activity_, false);
+  copy_ = std::make_unique<ComputeEngine>("copy_engine", config_.spec, activity_, true);
   collectives_ = std::make_unique<CollectiveEngine>("collective_engine", rank, job, pool, *this,
                                                     config_.collectives, this);
   command_processor_ = std::make_unique<CommandProcessor>("command_processor", pool, activity_);

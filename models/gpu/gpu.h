@@ -65,7 +65,6 @@ class Gpu : public sc_core::sc_module,
 
   int rank_;
   GpuConfig config_;
-  HbmMemory hbm_;
   GpuActivity activity_;
   std::unique_ptr<ComputeEngine> compute_;
   std::unique_ptr<ComputeEngine> copy_;

@@ -29,7 +29,7 @@ class ArbiterPort final : public Transactor {
   ArbiterPort(sc_core::sc_module_name name, models::EgressPort& port, const BlockInfo& block,
               sc_core::sc_time period);
 
-  const char* kind() const override { return "arbiter"; }
+  const char* block_kind() const override { return "arbiter"; }
   void port_changed() override;
 
  private:

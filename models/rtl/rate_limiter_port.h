@@ -34,7 +34,7 @@ class RateLimiterPort final : public Transactor {
   RateLimiterPort(sc_core::sc_module_name name, models::EgressPort& port, const BlockInfo& block,
                   sc_core::sc_time period, const RateLimit& limit);
 
-  const char* kind() const override { return "rate limiter"; }
+  const char* block_kind() const override { return "rate limiter"; }
   // The rate limit as the block gets it: `bytes_per_s` of the port's line rate.
   static RateLimit limit_for(const models::EgressPort& port, double bytes_per_s, uint64_t burst_bytes,
                              uint32_t flit_bytes);

@@ -46,7 +46,7 @@ class Transactor : public sc_core::sc_module, public models::PortController {
   models::EgressPort& port() { return port_; }
   const models::EgressPort& port() const { return port_; }
   const std::string& block_name() const { return block_name_; }
-  virtual const char* kind() const = 0;  // "arbiter", "rate limiter"
+  virtual const char* block_kind() const = 0;  // "arbiter", "rate limiter"
   sc_core::sc_time period() const { return period_; }
   // Rising edges evaluated, the reset cycle included.
   uint64_t cycles() const { return cycles_; }
