@@ -40,10 +40,10 @@ double peak_tflops(const platforms::PlatformConfig& p, const workloads::Job& job
 }
 
 // Compute time by what it went to (models::ComputeCause), in seconds.
-ordered_json compute_by_cause(const RankResult& rr) {
+ordered_json compute_by_cause(const std::array<double, models::kComputeCauses>& seconds) {
   ordered_json j;
   for (int c = 0; c < models::kComputeCauses; ++c)
-    j[models::to_string(static_cast<models::ComputeCause>(c))] = rr.compute_by_cause[c];
+    j[models::to_string(static_cast<models::ComputeCause>(c))] = seconds[c];
   return j;
 }
 
@@ -65,7 +65,7 @@ std::array<double, models::kTimeCauses> mean_time_by_cause(const SimulationResul
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-// Each rank's times and compute by cause, the mean over ranks; the largest peak memory.
+// Each rank's times and compute by cause, the mean over ranks.
 ordered_json mean_over_ranks(const SimulationResult& r) {
   const double n = r.ranks.empty() ? 1.0 : double(r.ranks.size());
   double compute = 0, exposed = 0, overlapped = 0, idle = 0;
@@ -77,13 +77,11 @@ ordered_json mean_over_ranks(const SimulationResult& r) {
     idle += rr.idle_s / n;
     for (int c = 0; c < models::kComputeCauses; ++c) by_cause[c] += rr.compute_by_cause[c] / n;
   }
-  RankResult mean;
-  mean.compute_by_cause = by_cause;
   return {{"compute_time_s", compute},
           {"exposed_communication_time_s", exposed},
           {"overlapped_communication_time_s", overlapped},
           {"idle_time_s", idle},
-          {"compute_by_cause_s", compute_by_cause(mean)}};
+          {"compute_by_cause_s", compute_by_cause(by_cause)}};
 }
 
 double largest_peak_memory_gib(const SimulationResult& r, const std::vector<workloads::MemoryBreakdown>& memory) {
@@ -103,7 +101,7 @@ ordered_json ranks_json(const SimulationResult& r, const std::vector<workloads::
                      {"exposed_communication_time_s", rr.exposed_communication_s},
                      {"overlapped_communication_time_s", rr.overlapped_communication_s},
                      {"idle_time_s", rr.idle_s},
-                     {"compute_by_cause_s", compute_by_cause(rr)},
+                     {"compute_by_cause_s", compute_by_cause(rr.compute_by_cause)},
                      {"time_by_cause_s", time_by_cause(rr.time_by_cause)},
                      {"ops", rr.ops},
                      {"bytes_sent", rr.bytes_sent},
