@@ -253,7 +253,7 @@ void Walk::init_rank(int cls) {
   }
   std::vector<uint32_t> own_calls;
   const std::vector<uint32_t>& calls = models::rank_calls(*s.rank, *s.summary->graph, own_calls);
-  std::map<std::tuple<int, int, uint32_t>, uint32_t> messages;  // (kind, peer class, tag)
+  std::unordered_map<MessageKey, uint32_t, KeyHash> messages;  // (kind, peer class, tag, 0)
   s.communication.resize(s.summary->communication.size());
   const std::vector<uint32_t>& communication = s.summary->communication;
   for (size_t k = 0; k < s.communication.size(); ++k) {
@@ -277,7 +277,7 @@ void Walk::init_rank(int cls) {
     const int peer = s.rank->peers[size_t(op.slot)];
     c.peer = classes_.of_rank[size_t(peer)];
     c.tag = op.tag;
-    c.sequence = messages[{int(op.kind), c.peer, op.tag}]++;
+    c.sequence = messages[{int(op.kind), c.peer, op.tag, 0}]++;
     c.bytes = double(op.message_bytes);
     if (op.kind == OpKind::Send) {
       const TransferCost t = costs_.transfer(s.rank->rank, peer, op.message_bytes, op.tag);
@@ -324,6 +324,11 @@ void Walk::collective_joined(int cls, uint32_t op, const Communication& c, doubl
   s.cost.bytes_received += c.bytes;
   // This member's kernels hold their SMs from the end of the launch until the call is done.
   push(now + c.delay, EventKind::SmsAcquired, cls, op);
+  if (group_size_[size_t(c.peer)] == 1) {  // its members are all equivalent to this one
+    bind(cls, op, ready_binder(cls, op));
+    push(now + c.seconds, EventKind::OpDone, cls, op);
+    return;
+  }
   const std::pair<int, uint32_t> key{c.peer, c.sequence};
   Gathering& gathering = gathering_[key];
   gathering.expected = group_size_[size_t(c.peer)];

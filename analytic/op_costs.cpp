@@ -96,9 +96,9 @@ CollectiveCost OpCosts::collective(const workloads::Rank& rank, const workloads:
   if (known != collectives_.end()) return known->second;
   const models::CommunicatorShape& shape = shapes_[size_t(communicator)];
   const models::CollectiveOp kind = models::collective_op(op.collective);
-  models::CollectiveAlgorithm a = models::CollectiveAlgorithm::Automatic;
-  models::CollectiveProtocol p = models::CollectiveProtocol::Automatic;
-  if (op.algorithm != 0) models::parse_algorithm_choice(job_.names[op.algorithm], a, p);
+  models::CollectiveAlgorithm a;
+  models::CollectiveProtocol p;
+  models::op_algorithm_choice(job_, op, a, p);  // (every collective of every distinct program comes here)
   const models::CollectiveEngineConfig& engine = options_.collectives;
   const models::Choice choice =
       models::choose_call(tuner_, kind, op.message_bytes, shape, a, p, engine.algorithm, engine.protocol, engine.channels);
@@ -110,6 +110,17 @@ CollectiveCost OpCosts::collective(const workloads::Rank& rank, const workloads:
   c.member_bytes = member_bytes(op.collective, double(op.message_bytes), shape.ranks);
   collectives_.emplace(key_, c);
   return c;
+}
+
+const OpCosts::LinkCost& OpCosts::link(uint32_t id) {
+  if (id >= links_.size()) links_.resize(size_t(id) + 1);
+  LinkCost& l = links_[id];
+  if (l.latency_s < 0) {
+    const models::FlowLink f = paths_.link(id);
+    l.timing = f.timing;
+    l.latency_s = (f.timing.latency + f.hop_latency).to_seconds();
+  }
+  return l;
 }
 
 TransferCost OpCosts::transfer(int source, int destination, uint64_t bytes, uint32_t tag) {
@@ -124,14 +135,14 @@ TransferCost OpCosts::transfer(int source, int destination, uint64_t bytes, uint
   TransferCost c;
   double rate = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < path_.size(); ++i) {
-    const models::FlowLink link = paths_.link(path_[i]);
+    const LinkCost& l = link(path_[i]);
     // A link carrying a share of the bytes (spread over equal-cost paths) limits the whole
     // transfer to its bandwidth over that share; latency is the paths' mean.
     const double share = models::PathProvider::share(shares_, i);
-    c.latency_s += share * (link.timing.latency + link.hop_latency).to_seconds();
-    const double wire = link.timing.wire_bytes(bytes);
+    c.latency_s += share * l.latency_s;
+    const double wire = l.timing.wire_bytes(bytes);
     if (wire > 0)
-      rate = std::min(rate, link.timing.bandwidth_bytes_per_s * double(std::max<uint64_t>(bytes, 1)) / (wire * share));
+      rate = std::min(rate, l.timing.bandwidth_bytes_per_s * double(std::max<uint64_t>(bytes, 1)) / (wire * share));
   }
   if (std::isfinite(rate) && rate > 0) c.serialization_s = double(bytes) / rate;
   return c;

@@ -63,6 +63,13 @@ class OpCosts {
   platforms::RoutedPaths paths_;
   std::vector<uint32_t> path_;
   std::vector<double> shares_;  // of path_ (empty: every link carries all of it)
+  // Each link as transfers read it, by id, read from the routes once.
+  struct LinkCost {
+    protocol::LinkTiming timing;
+    double latency_s = -1;  // the link's and the hop's it leaves (< 0: not read yet)
+  };
+  const LinkCost& link(uint32_t id);
+  std::vector<LinkCost> links_;
   // A kernel's time depends only on its work, which repeats from layer to layer and
   // micro-batch to micro-batch: each distinct work is timed once. Likewise a collective by
   // (communicator, kind, bytes, algorithm).

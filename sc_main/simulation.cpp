@@ -44,9 +44,7 @@ void check_program_choices(const workloads::Job& job, const workloads::Program& 
     seen[op.algorithm] = true;
     models::CollectiveAlgorithm a;
     models::CollectiveProtocol p;
-    if (!models::parse_algorithm_choice(job.names[op.algorithm], a, p))
-      throw std::invalid_argument("op '" + job.op_name(op) + "' names an unknown collective algorithm '" +
-                                  job.names[op.algorithm] + "'");
+    models::op_algorithm_choice(job, op, a, p);
   }
 }
 
@@ -446,7 +444,7 @@ SimulationResult cost_analytically(const platforms::PlatformConfig& platform,
                                    const workloads::Job& job, const SimulationOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
   const double cpu_start = process_cpu_seconds();
-  check_collective_choices(job);  // (the caller has validated the job)
+  // (the caller has validated the job; the costs check each op's own collective algorithm)
   analytic::AnalyticOptions a;
   a.costs.kernel_timer = options.kernel_timer;
   a.costs.collectives = options.collectives;

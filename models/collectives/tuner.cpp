@@ -108,6 +108,15 @@ bool parse_algorithm_choice(const std::string& text, CollectiveAlgorithm& algori
   return slash == std::string::npos || parse_protocol(text.substr(slash + 1), protocol);
 }
 
+void op_algorithm_choice(const workloads::Job& job, const workloads::Op& op, CollectiveAlgorithm& algorithm,
+                         CollectiveProtocol& protocol) {
+  algorithm = CollectiveAlgorithm::Automatic;
+  protocol = CollectiveProtocol::Automatic;
+  if (op.algorithm == 0 || parse_algorithm_choice(job.names[op.algorithm], algorithm, protocol)) return;
+  throw std::invalid_argument("op '" + job.op_name(op) + "' names an unknown collective algorithm '" +
+                              job.names[op.algorithm] + "'");
+}
+
 CollectiveOp collective_op(workloads::CollectiveKind kind) {
   switch (kind) {
     case workloads::CollectiveKind::AllReduce: return CollectiveOp::AllReduce;

@@ -44,6 +44,10 @@ bool parse_protocol(const std::string& name, CollectiveProtocol& out);
 // A per-op choice "algorithm" or "algorithm/protocol" (e.g. "ring/ll128"); false if unknown.
 bool parse_algorithm_choice(const std::string& text, CollectiveAlgorithm& algorithm,
                             CollectiveProtocol& protocol);
+// A collective op's own choice (`op.algorithm`, a name in the job's table; automatic where 0);
+// an unknown name is std::invalid_argument naming the op and the name.
+void op_algorithm_choice(const workloads::Job& job, const workloads::Op& op, CollectiveAlgorithm& algorithm,
+                         CollectiveProtocol& protocol);
 // The engine's name of a workload collective.
 CollectiveOp collective_op(workloads::CollectiveKind kind);
 

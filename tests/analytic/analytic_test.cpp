@@ -170,6 +170,26 @@ TEST(AnalyticRun, NamesAProgramThatCannotFinish) {
   EXPECT_NE(r.deadlock.find("rank 1: [pp_recv] op 0 recv recv_never_sent"), std::string::npos) << r.deadlock;
 }
 
+// An op naming a collective algorithm that does not exist is an error naming the op and the
+// name, as in the event-driven fidelities, never a run with the tuner's choice.
+TEST(AnalyticRun, RefusesAnUnknownCollectiveAlgorithm) {
+  workloads::Job job = tessera::testing::one_collective(2, workloads::CollectiveKind::AllReduce, 1 << 20);
+  const uint32_t warp = job.intern("warp-drive");
+  for (workloads::Rank& r : job.ranks) {
+    auto program = std::make_shared<workloads::Program>(*r.program);
+    program->ops[0].algorithm = warp;
+    r.program = program;
+  }
+  try {
+    cost(tessera::testing::ideal_node(2), job);
+    FAIL() << "costed a collective of an unknown algorithm";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "op 'collective' names an unknown collective algorithm 'warp-drive'");
+  }
+  job.names[warp] = "ring/ll128";  // a known one is costed
+  EXPECT_FALSE(cost(tessera::testing::ideal_node(2), job).deadlocked);
+}
+
 // Sensitivities of two layers of GPT-3 1.3B, data parallel over `gpus` DGX A100 GPUs (roofline
 // compute): the NICs carry nothing on one node, so their bandwidth's elasticity is exactly zero
 // and doubling it buys nothing; across two nodes the all-reduces cross them.
