@@ -117,7 +117,6 @@ struct RankState {
   std::deque<uint32_t> queue;
   int64_t running = -1;
   double remaining = 0, progress_at = 0, kernel_start = 0, host_share = 0;
-  uint32_t version = 0;
   int sms = 0;
   double share = 1.0;
   double copy_free = 0;
@@ -126,13 +125,13 @@ struct RankState {
   const KernelSummary& kernel(uint32_t op) const { return summary->kernels[this->op[op].info]; }
 };
 
-enum class EventKind : uint8_t { Ready, KernelDone, OpDone, SmsAcquired };
+// Events other than kernels' ends (which the walk keeps apart: Walk::kernel_ends_).
+enum class EventKind : uint8_t { Ready, OpDone, SmsAcquired };
 
 struct Event {
   double time;
   uint64_t sequence;
   uint32_t op;
-  uint32_t version;
   int32_t cls;
   EventKind kind;
 };
@@ -157,9 +156,11 @@ class Walk {
 
  private:
   void init_rank(int cls);
-  void push(double time, EventKind kind, int cls, uint32_t op, uint32_t version = 0) {
-    events_.push(Event{time, next_sequence_++, op, version, cls, kind});
+  void push(double time, EventKind kind, int cls, uint32_t op) {
+    events_.push(Event{time, next_sequence_++, op, cls, kind});
   }
+  // The running kernel of `cls` ends at `time` (ordered among the events as if pushed now).
+  void kernel_ends(int cls, double time) { kernel_ends_.set(uint32_t(cls), time, next_sequence_++); }
   void ready(int cls, uint32_t op, double now, Binder from = Binder{});
   void collective_joined(int cls, uint32_t op, const Communication& c, double now);
   void send(int cls, uint32_t op, const Communication& c, double now);
@@ -174,7 +175,7 @@ class Walk {
   std::vector<PathSegment> critical_path() const;
   std::shared_ptr<const ProgramSummary> summarize(const workloads::Rank& rank,
                                                   std::shared_ptr<const models::ProgramGraph> graph);
-  void kernel_done(int cls, uint32_t op, double now);
+  void kernel_done(int cls, double now);
   void set_sms(int cls, int delta, double now);
   void op_done(int cls, uint32_t op, double now);
   int group(int communicator);
@@ -193,6 +194,7 @@ class Walk {
   RankClasses classes_;
   std::vector<RankState> ranks_;  // by class
   EventQueue<Event> events_;
+  KeyedQueue kernel_ends_;  // by class: when its running kernel ends
   uint64_t next_sequence_ = 0;
   // Collectives meet by the members' (class, slot) set of their communicator and call number.
   std::vector<int> group_of_communicator_;
@@ -390,11 +392,12 @@ void Walk::start_kernel(int cls, double now, Binder waited_for) {
   s.host_share = u.host_share;
   s.progress_at = s.kernel_start = now;
   s.activity.change(now, 1, 0, u.cause);
-  push(now + s.remaining / s.share, EventKind::KernelDone, cls, op, ++s.version);
+  kernel_ends(cls, now + s.remaining / s.share);
 }
 
-void Walk::kernel_done(int cls, uint32_t op, double now) {
+void Walk::kernel_done(int cls, double now) {
   RankState& s = ranks_[size_t(cls)];
+  const uint32_t op = uint32_t(s.running);
   const KernelSummary& u = s.kernel(op);
   s.activity.change(now, -1, 0, u.cause);
   const double elapsed = now - s.kernel_start;
@@ -402,7 +405,8 @@ void Walk::kernel_done(int cls, uint32_t op, double now) {
   s.cost.compute_by_cause[size_t(models::ComputeCause::Framework)] += elapsed * s.host_share;
   if (options_.trace) s.cost.spans.push_back({op, sc_core::sc_time(s.kernel_start, sc_core::SC_SEC), sc_core::sc_time(now, sc_core::SC_SEC)});
   s.running = -1;
-  start_kernel(cls, now, Binder{cls, op});
+  start_kernel(cls, now, Binder{cls, op});  // (moves this class's entry in kernel_ends_)
+  if (s.running < 0) kernel_ends_.erase(uint32_t(cls));
   op_done(cls, op, now);
 }
 
@@ -415,7 +419,7 @@ void Walk::set_sms(int cls, int delta, double now) {
   if (s.running >= 0) {
     s.remaining = std::max(0.0, s.remaining - (now - s.progress_at) * s.share);
     s.progress_at = now;
-    push(now + s.remaining / share, EventKind::KernelDone, cls, uint32_t(s.running), ++s.version);
+    kernel_ends(cls, now + s.remaining / share);
   }
   s.share = share;
 }
@@ -446,6 +450,7 @@ void Walk::op_done(int cls, uint32_t op, double now) {
 
 AnalyticResult Walk::run() {
   ranks_.resize(size_t(classes_.count()));
+  kernel_ends_ = KeyedQueue(size_t(classes_.count()));
   group_of_communicator_.assign(job_.communicators.size(), -1);
   for (const workloads::Communicator& c : job_.communicators) communicator_causes_.push_back(models::communicator_cause(c.name));
   // Each distinct program once: its dependency graph built side by side with the others' (they
@@ -470,14 +475,16 @@ AnalyticResult Walk::run() {
     ranks_[size_t(c)].summary = summaries[p];
     init_rank(c);
   }
-  while (!events_.empty()) {
+  while (!events_.empty() || !kernel_ends_.empty()) {
+    if (!kernel_ends_.empty() && (events_.empty() || earlier(kernel_ends_.top(), events_.top()))) {
+      const KeyedQueue::Entry k = kernel_ends_.top();
+      kernel_done(int(k.key), k.time);
+      continue;
+    }
     const Event e = events_.top();
     events_.pop();
     switch (e.kind) {
       case EventKind::Ready: ready(e.cls, e.op, e.time); break;
-      case EventKind::KernelDone:
-        if (e.version == ranks_[size_t(e.cls)].version) kernel_done(e.cls, e.op, e.time);
-        break;
       case EventKind::OpDone: op_done(e.cls, e.op, e.time); break;
       case EventKind::SmsAcquired: {
         const RankState& s = ranks_[size_t(e.cls)];

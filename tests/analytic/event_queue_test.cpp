@@ -1,11 +1,13 @@
-// The analytic walk's event queue (analytic/event_queue.h): it gives events in exactly the order
-// std::priority_queue gives them (earliest first, ties in push order), whatever the mix of
-// pushes and pops.
+// The analytic walk's event queues (analytic/event_queue.h): the event queue gives events in
+// exactly the order std::priority_queue gives them (earliest first, ties in push order),
+// whatever the mix of pushes and pops; the keyed queue's top is its earliest entry, whatever
+// moves and erasures came before.
 #include "analytic/event_queue.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <map>
 #include <queue>
 #include <random>
 #include <vector>
@@ -61,6 +63,41 @@ TEST(EventQueue, SameOrderAsPriorityQueueUnderRandomPushesAndPops) {
       reference.pop();
     }
     EXPECT_TRUE(q.empty());
+  }
+}
+
+// The keyed queue (the walk's running kernels by their end): under random moves, adds and
+// erasures of keys, its top is always the earliest entry of a plain map of the same entries.
+TEST(KeyedQueue, TopIsTheEarliestEntryWhateverMovesAndErasures) {
+  using tessera::analytic::KeyedQueue;
+  std::mt19937_64 random(777);
+  constexpr uint32_t kKeys = 70;
+  for (int trial = 0; trial < 20; ++trial) {
+    KeyedQueue q(kKeys);
+    std::map<uint32_t, std::pair<double, uint64_t>> reference;  // key -> (time, sequence)
+    uint64_t next = 0;
+    std::uniform_int_distribution<uint32_t> key(0, kKeys - 1);
+    std::uniform_int_distribution<int> time(0, 9), action(0, 3);
+    for (int step = 0; step < 4000; ++step) {
+      const uint32_t k = key(random);
+      if (action(random) == 0) {
+        q.erase(k);
+        reference.erase(k);
+      } else {
+        const double t = time(random);  // often equal: ties go by sequence
+        q.set(k, t, next);
+        reference[k] = {t, next++};
+      }
+      ASSERT_EQ(q.empty(), reference.empty());
+      for (uint32_t c = 0; c < kKeys; ++c) ASSERT_EQ(q.contains(c), reference.count(c) == 1);
+      if (reference.empty()) continue;
+      auto best = reference.begin();
+      for (auto it = reference.begin(); it != reference.end(); ++it)
+        if (it->second < best->second) best = it;
+      ASSERT_EQ(q.top().key, best->first) << "trial " << trial << " step " << step;
+      ASSERT_EQ(q.top().time, best->second.first);
+      ASSERT_EQ(q.top().sequence, best->second.second);
+    }
   }
 }
 
