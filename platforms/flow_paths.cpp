@@ -174,10 +174,11 @@ void RoutedPaths::path(const protocol::FabricTransfer& transfer, std::vector<uin
   if (node_leg(node, t.source % nt.gpus, t, links)) return;  // within the node
   const uint32_t per_node = topology_.gateways_per_node();
   shares.assign(links.size(), 1.0);
-  const NetworkLeg leg = network_leg(node * per_node + t.gateway, there * per_node + t.gateway);
+  const uint32_t entry = routing_.entry_gateway(t);
+  const NetworkLeg leg = network_leg(node * per_node + t.gateway, there * per_node + entry);
   links.insert(links.end(), leg_links_.begin() + leg.first, leg_links_.begin() + leg.first + leg.count);
   shares.insert(shares.end(), leg_shares_.begin() + leg.first, leg_shares_.begin() + leg.first + leg.count);
-  into_node(there, nt.gateways[t.gateway], t, links);
+  into_node(there, nt.gateways[entry], t, links);
   shares.resize(links.size(), 1.0);
 }
 

@@ -393,7 +393,7 @@ uint32_t Routing::node_next(uint32_t node, uint32_t device, protocol::FabricTran
     if (gateway_index_[device] == static_cast<int32_t>(t.gateway)) {
       const uint32_t per_node = topology_.gateways_per_node();
       const uint32_t here = node * per_node + t.gateway;
-      const uint32_t there = (t.destination / nt.gpus) * per_node + t.gateway;
+      const uint32_t there = (t.destination / nt.gpus) * per_node + entry_gateway(t);
       t.turn = gateway_turn(t, h);
       return nt.graph.ports(device) + gateway_uplink(here, there, t.turn);
     }
@@ -404,6 +404,15 @@ uint32_t Routing::node_next(uint32_t node, uint32_t device, protocol::FabricTran
     throw std::runtime_error("no route from " + nt.graph.devices[device].name + " of node " +
                              std::to_string(node) + " to GPU " + std::to_string(t.destination));
   return node_lists_.pick(list, h);
+}
+
+uint32_t Routing::entry_gateway(const protocol::FabricTransfer& t) const {
+  const NodeTemplate& nt = topology_.node;
+  const uint32_t gpu = t.destination % nt.gpus;
+  const uint32_t list = gateway_choice_[gpu];
+  if (list == PortLists::kNone || gateway_entries_[size_t(gpu) * nt.gateways.size() + t.gateway].second > 0)
+    return t.gateway;
+  return node_lists_.pick(list, gateway_hash(t));
 }
 
 uint64_t Routing::gateway_turn(const protocol::FabricTransfer& t, uint64_t h) const {
@@ -446,7 +455,7 @@ uint32_t Routing::switch_list(uint32_t device, uint32_t destination) const {
 
 uint32_t Routing::network_next(uint32_t device, protocol::FabricTransfer& t) const {
   const uint32_t per_node = topology_.gateways_per_node();
-  const uint32_t destination = (t.destination / topology_.node.gpus) * per_node + t.gateway;
+  const uint32_t destination = (t.destination / topology_.node.gpus) * per_node + entry_gateway(t);
   return net_lists_.pick_turn(switch_list(device, destination), t.turn);
 }
 

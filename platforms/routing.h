@@ -73,6 +73,13 @@ class Routing {
   // also picks the gateway (t.gateway) for transfers that leave the node. A GPU sends
   // in-switch reduction and multicast chunks to one of its NVSwitches (by ECMP).
   uint32_t node_next(uint32_t node, uint32_t device, protocol::FabricTransfer& t) const;
+  // The gateway (template index) a transfer that left its node by gateway t.gateway enters
+  // the destination's node by: the same one (its rail) where that is among the destination
+  // GPU's nearest gateways, else one of those (by the transfer's hash), across the rails. NCCL
+  // keeps a ring's traffic off the CPU at both ends (NCCL_CROSS_NIC=2, the default, lets it
+  // cross rails, as its PXN does by relaying through a GPU near the NIC): a transfer that
+  // entered by its rail's NIC on another PCIe switch would cross the CPU's root complex.
+  uint32_t entry_gateway(const protocol::FabricTransfer& t) const;
   // The output port of network device `device` (a network switch) for transfer `t` (whose
   // turn it advances).
   uint32_t network_next(uint32_t device, protocol::FabricTransfer& t) const;

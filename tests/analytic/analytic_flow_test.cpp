@@ -64,6 +64,11 @@ const Case kCases[] = {
     {"recompute", "--platform dgx-a100 --layers 4 --tp 2 --pp 2 --dp 2 --global-batch 8 --recompute full"},
     {"multi_node_dp", "--platform dgx-a100 --layers 4 --nodes 2 --dp 16 --global-batch 32"},
     {"multi_node_tp_pp", "--platform dgx-a100 --layers 4 --nodes 2 --tp 8 --pp 2 --global-batch 8"},
+    // Data-parallel rings with two or four members per node, on GPUs of different PCIe
+    // switches: a ring's step between nodes arrives on a NIC near its receiver (across the
+    // rails), never through the CPU (Routing::entry_gateway), as the tuner's cost assumes.
+    {"multi_node_zero2_tp4", "--platform dgx-a100 --layers 4 --nodes 2 --tp 4 --dp 4 --global-batch 8 --zero 2 --overlap-grad-reduce off"},
+    {"multi_node_dp_tp2", "--platform dgx-a100 --layers 4 --nodes 2 --tp 2 --dp 8 --global-batch 8 --overlap-grad-reduce off"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Configurations, AnalyticAgainstFlow, ::testing::ValuesIn(kCases),

@@ -286,35 +286,47 @@ TEST(Routes, PcieOnlyNodesCrossTheHostBetweenPcieSwitches) {
   for (const Hop& h : across) EXPECT_EQ(h.link_kind, "pcie");
 }
 
-TEST(Routes, RailOptimizedNetworkKeepsTheRail) {
+TEST(Routes, RailOptimizedNetworkKeepsTheRailOrCrossesRailsToANicNearTheDestination) {
   // 16 DGX H100 on radix-16 leaves: two groups of 8 nodes, so routes between the groups cross
-  // the spines; every transfer leaves on NIC k and arrives on NIC k of the other node.
+  // the spines. A transfer leaves on a NIC near its GPU (on its PCIe switch) and arrives on NIC
+  // k of the other node when NIC k is near the destination GPU too (it keeps its rail);
+  // otherwise on a NIC near the destination, changing rails in the spines. Never through the
+  // destination's CPU (Routing::entry_gateway).
   const PlatformConfig c = load_platform("dgx-h100", {"nodes=16", "network.radix=16"});
   const PlatformGraph g = generate_topology(c);
   const Routing routing(g);
-  int through_spines = 0;
+  const uint32_t per_switch = g.node.gpus / uint32_t(c.node.pcie.switches);  // GPUs (and NICs) per PCIe switch
+  auto pcie_switch = [&](const std::string& nic) { return std::stoul(nic.substr(nic.find(".nic") + 4)) / per_switch; };
+  int through_spines = 0, across_rails = 0;
   for (uint32_t s = 0; s < g.node.gpus; ++s)
     for (uint32_t d = g.node.gpus; d < g.gpu_count(); ++d) {
       const std::vector<Hop> hops = route(g, routing, s, d);
       std::vector<std::string> nics;
-      for (const Hop& h : hops)
+      for (const Hop& h : hops) {
+        EXPECT_EQ(h.to.find(".host"), std::string::npos) << s << " -> " << d << " crosses " << h.to;
         for (const std::string& end : {h.from, h.to})
           if (end.find(".nic") != std::string::npos && (nics.empty() || nics.back() != end)) nics.push_back(end);
+      }
       ASSERT_EQ(nics.size(), 2u) << s << " -> " << d;
+      EXPECT_EQ(pcie_switch(nics[0]), s / per_switch) << nics[0];
+      EXPECT_EQ(pcie_switch(nics[1]), d % g.node.gpus / per_switch) << nics[1];
       const std::string k0 = nics[0].substr(nics[0].find(".nic")), k1 = nics[1].substr(nics[1].find(".nic"));
-      EXPECT_EQ(k0, k1) << nics[0] << " -> " << nics[1];
-      std::string rail;
+      const bool same_switch = s / per_switch == d % g.node.gpus / per_switch;
+      if (same_switch) EXPECT_EQ(k0, k1) << nics[0] << " -> " << nics[1];
+      std::set<std::string> rails;
       for (const Hop& h : hops) {
-        if (h.to.rfind("rail", 0) == 0) {
-          const std::string r = h.to.substr(0, h.to.find('.'));
-          if (rail.empty()) rail = r;
-          EXPECT_EQ(r, rail) << "a route changes rails at " << h.to;
-          EXPECT_EQ(r.substr(4), k0.substr(4)) << "NIC " << nics[0] << " on " << h.to;
-        }
+        if (h.to.rfind("rail", 0) == 0) rails.insert(h.to.substr(0, h.to.find('.')));
         through_spines += h.to.rfind("spine", 0) == 0;
+      }
+      if (k0 == k1) {
+        EXPECT_EQ(rails, std::set<std::string>{"rail" + k0.substr(4)}) << "a route changes rails";
+      } else {
+        EXPECT_EQ(rails, (std::set<std::string>{"rail" + k0.substr(4), "rail" + k1.substr(4)}));
+        ++across_rails;
       }
     }
   EXPECT_GT(through_spines, 0);
+  EXPECT_GT(across_rails, 0);
 }
 
 // Hops counted by (device, port it leaves through), over chunks 0..chunks-1 of one transfer.
