@@ -109,6 +109,7 @@ class KeyedQueue {
     if (earlier(last, heap_[i])) up(i, last);
     else down(i, last);
   }
+
  private:
   static constexpr size_t kAbsent = ~size_t(0);
   void place(size_t i, const Entry& e) {

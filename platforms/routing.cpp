@@ -283,12 +283,15 @@ void Routing::build_network_tables() {
   for (uint32_t k = 0; k < keys_; ++k) {
     distances(g, key_switches[k], [&](uint32_t d) { return d >= gws; }, dist, queue);
     for (uint32_t other = 0; other < keys_; ++other)
-      for (uint32_t x : key_switches[other])
-        if (dist[x] == kFar && share_an_index(k, other))
+      for (uint32_t x : key_switches[other]) {
+        if (dist[x] != kFar) continue;
+        rails_joined_ = false;  // (gateways of different indices may be apart, as NVLink planes are)
+        if (share_an_index(k, other))
           throw PlatformError(
               topology_.nodes > 1 && !net.graph.devices.empty() ? "network.links" : "network",
               "the network is not connected: " + graph.devices[x].name + " cannot reach " +
                   graph.devices[key_switches[k][0]].name);
+      }
     for (uint32_t x = gws; x < devices; ++x) {
       if (dist[x] == 0 || dist[x] == kFar) continue;
       choices.clear();
@@ -410,7 +413,8 @@ uint32_t Routing::entry_gateway(const protocol::FabricTransfer& t) const {
   const NodeTemplate& nt = topology_.node;
   const uint32_t gpu = t.destination % nt.gpus;
   const uint32_t list = gateway_choice_[gpu];
-  if (list == PortLists::kNone || gateway_entries_[size_t(gpu) * nt.gateways.size() + t.gateway].second > 0)
+  if (!rails_joined_ || list == PortLists::kNone ||
+      gateway_entries_[size_t(gpu) * nt.gateways.size() + t.gateway].second > 0)
     return t.gateway;
   return node_lists_.pick(list, gateway_hash(t));
 }

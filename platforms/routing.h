@@ -78,7 +78,9 @@ class Routing {
   // GPU's nearest gateways, else one of those (by the transfer's hash), across the rails. NCCL
   // keeps a ring's traffic off the CPU at both ends (NCCL_CROSS_NIC=2, the default, lets it
   // cross rails, as its PXN does by relaying through a GPU near the NIC): a transfer that
-  // entered by its rail's NIC on another PCIe switch would cross the CPU's root complex.
+  // entered by its rail's NIC on another PCIe switch would cross the CPU's root complex. On a
+  // network whose gateways of different indices cannot all reach each other (NVLink planes, a
+  // link list with separate rails) it keeps its rail.
   uint32_t entry_gateway(const protocol::FabricTransfer& t) const;
   // The output port of network device `device` (a network switch) for transfer `t` (whose
   // turn it advances).
@@ -162,6 +164,7 @@ class Routing {
   std::vector<uint32_t> gateway_choice_; // per GPU: list of gateway indices (into node_lists_)
   std::vector<int32_t> home_gateway_;    // per GPU: its in-network reduction gateway, or -1
   std::vector<std::pair<uint16_t, uint16_t>> gateway_entries_;  // GPU * gateways + g: g's entries
+  bool rails_joined_ = true;  // every gateway reaches every other (entry_gateway may change rails)
                                                                // in the list (first, count)
   std::vector<int32_t> gateway_index_;   // template device -> gateway index, or -1
   std::vector<uint32_t> nvswitch_ports_; // per GPU: its NVLink ports (in-switch reduction)

@@ -4,6 +4,7 @@
 // move them and ignore those that should not. Graph level only, no SystemC kernel.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -327,6 +328,20 @@ TEST(Routes, RailOptimizedNetworkKeepsTheRailOrCrossesRailsToANicNearTheDestinat
     }
   EXPECT_GT(through_spines, 0);
   EXPECT_GT(across_rails, 0);
+}
+
+TEST(Routes, RailsThatNothingJoinsAreKept) {
+  // A link list with two rails and no spine: GPU 0 of node 0 (NIC 0) to GPU 1 of node 1 (NIC 1)
+  // cannot change rails, so it enters by node 1's NIC 0 and crosses its CPU.
+  const PlatformGraph g =
+      generate_topology(load_platform(std::string(TESSERA_BAD_PLATFORMS) + "/../good/two-rails-apart.yaml"));
+  const Routing routing(g);
+  std::vector<std::string> path;
+  for (const Hop& h : route(g, routing, 0, 3)) path.push_back(h.from + " -> " + h.to);
+  EXPECT_NE(std::find(path.begin(), path.end(), "rail0 -> node1.nic0"), path.end());
+  EXPECT_NE(std::find_if(path.begin(), path.end(), [](const std::string& p) { return p.find("node1.host") != std::string::npos; }),
+            path.end());
+  for (const std::string& p : path) EXPECT_EQ(p.find("rail1"), std::string::npos) << p;
 }
 
 // Hops counted by (device, port it leaves through), over chunks 0..chunks-1 of one transfer.
