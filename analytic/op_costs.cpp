@@ -41,7 +41,8 @@ OpCosts::OpCosts(const platforms::PlatformConfig& platform, const platforms::Rou
     : platform_(platform), job_(job), options_(options),
       tuner_(tuner_config(options.collectives), platforms::fabric_facts(platform)),
       paths_(topology.graph, topology.routing,
-             sc_core::sc_time(platform.node.nics.message_overhead_ns, sc_core::SC_NS)) {
+             sc_core::sc_time(platform.node.nics.message_overhead_ns, sc_core::SC_NS)),
+      links_(paths_.links()) {
   const int g = engine_gpus_per_node(options.collectives, platform);
   shapes_.reserve(job.communicators.size());
   for (const workloads::Communicator& c : job.communicators)
@@ -113,7 +114,6 @@ CollectiveCost OpCosts::collective(const workloads::Rank& rank, const workloads:
 }
 
 const OpCosts::LinkCost& OpCosts::link(uint32_t id) {
-  if (id >= links_.size()) links_.resize(size_t(id) + 1);
   LinkCost& l = links_[id];
   if (l.latency_s < 0) {
     const models::FlowLink f = paths_.link(id);

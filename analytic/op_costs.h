@@ -69,7 +69,7 @@ class OpCosts {
     double latency_s = -1;  // the link's and the hop's it leaves (< 0: not read yet)
   };
   const LinkCost& link(uint32_t id);
-  std::vector<LinkCost> links_;
+  std::vector<LinkCost> links_;  // by link id (declared after paths_, which sizes it)
   // A kernel's time depends only on its work, which repeats from layer to layer and
   // micro-batch to micro-batch: each distinct work is timed once. Likewise a collective by
   // (communicator, kind, bytes, algorithm).

@@ -190,14 +190,15 @@ struct Ranked {
   size_t candidate;      // index into the kept candidates
   SweepResult result;
   std::string fidelity;
+  std::string command;   // the `tessera run` that gave the result
 };
 
-// The ok results, fastest first (ties in candidate order).
-std::vector<Ranked> rank(const std::vector<SweepResult>& rows, const std::vector<size_t>& candidates,
-                         const std::string& fidelity) {
+// The ok results of `runs`, fastest first (ties in candidate order).
+std::vector<Ranked> rank(const std::vector<SweepRun>& runs, const std::vector<SweepResult>& rows,
+                         const std::vector<size_t>& candidates, const std::string& fidelity) {
   std::vector<Ranked> out;
   for (size_t i = 0; i < rows.size(); ++i)
-    if (rows[i].ok()) out.push_back({candidates[i], rows[i], fidelity});
+    if (rows[i].ok()) out.push_back({candidates[i], rows[i], fidelity, run_command(runs[i])});
   std::stable_sort(out.begin(), out.end(), [](const Ranked& a, const Ranked& b) {
     return a.result.iteration_time_s < b.result.iteration_time_s;
   });
@@ -241,19 +242,11 @@ struct SearchOutcome {
   size_t failed = 0;              // kept candidates whose run did not end ok
 };
 
-// The candidate's run in the fidelity that ranked it (the runs are those of the prune fidelity).
-SweepRun run_in(const SweepRun& run, const std::string& fidelity) {
-  SweepRun in = run;
-  for (std::string& a : in.args)
-    if (a.rfind("--fidelity=", 0) == 0) a = "--fidelity=" + fidelity;
-  return in;
-}
-
 ordered_json ranked_json(const Ranked& r, const std::vector<SweepRun>& runs) {
   ordered_json j = {{"strategy", ordered_json::object()}};
   for (const auto& [k, v] : runs[r.candidate].parameters) j["strategy"][k] = v;
   j["fidelity"] = r.fidelity;
-  j["command"] = run_command(run_in(runs[r.candidate], r.fidelity));
+  j["command"] = r.command;
   j.update(r.result.to_json());
   return j;
 }
@@ -354,7 +347,7 @@ SearchOutcome run_search(const SearchSettings& s, const po::variables_map& vm, c
   std::vector<size_t> all(o.runs.size());
   std::iota(all.begin(), all.end(), 0);
   const SweepOutcome pruning = run_sweep(o.runs, options, ranks);
-  o.estimated = rank(pruning.rows, all, s.prune_fidelity);
+  o.estimated = rank(o.runs, pruning.rows, all, s.prune_fidelity);
   o.failed = o.runs.size() - o.estimated.size();
   if (o.estimated.empty()) throw std::runtime_error("no candidate's run ended ok (--report lists them)");
   if (s.prune_fidelity == "flow") {
@@ -368,7 +361,7 @@ SearchOutcome run_search(const SearchSettings& s, const po::variables_map& vm, c
     top.push_back(candidate_run(o.walk.kept[which.back()], p.gpu_count(), shared, "flow"));
   }
   options.on_row = progress(err, "simulating the best in flow fidelity");
-  o.best = rank(run_sweep(top, options, ranks).rows, which, "flow");
+  o.best = rank(top, run_sweep(top, options, ranks).rows, which, "flow");
   return o;
 }
 

@@ -49,7 +49,7 @@ void fill_communication_event(protocol::CollectiveEvent& e, const workloads::Job
     e.kind = collective_op(op.collective);
     e.communicator = rank.communicators[op.slot];
     e.call = call;
-    if (op.algorithm != 0) parse_algorithm_choice(job.names[op.algorithm], e.algorithm, e.protocol);
+    op_algorithm_choice(job, op, e.algorithm, e.protocol);  // (checked before the run: never throws here)
     if (op.collective == workloads::CollectiveKind::AllToAllV) e.splits = job.splits[op.splits - 1].data();
   } else {
     e.kind = op.kind == OpKind::Send ? protocol::CollectiveOp::Send : protocol::CollectiveOp::Recv;
