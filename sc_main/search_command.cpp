@@ -53,6 +53,7 @@ struct SearchSettings {
   int top = 8;
   int jobs = 1;
   std::string prune_fidelity, report, csv;
+  bool keep_dominated = false;
   std::vector<std::string> passed;  // model overrides and fixed strategy options, as run args
   workloads::SpaceDimensions dims;  // as given (empty lists: the defaults)
 };
@@ -65,6 +66,7 @@ po::options_description search_options(SearchSettings& s) {
       ("global-batch", po::value(&s.global_batch), "samples per iteration, the same for every strategy (default: the GPU count)")
       ("top", po::value(&s.top)->default_value(8), "the best K of the pruning estimate simulated in flow fidelity")
       ("prune-fidelity", po::value(&s.prune_fidelity), "fidelity that ranks every candidate (default: the fastest this build has)")
+      ("keep-dominated", po::bool_switch(&s.keep_dominated), "also simulate strategies that recompute more than a twin that fits (never faster)")
       ("jobs,j", po::value(&s.jobs)->default_value(1), "runs at once, each in its own process (per MPI rank)")
       ("report", po::value(&s.report), "write the search (counts, reasons, every ranked candidate) as JSON")
       ("csv", po::value(&s.csv), "write every simulated candidate as a CSV row");
@@ -133,6 +135,7 @@ bool parse(const std::vector<std::string>& args, SearchSettings& s, std::ostream
   for (const workloads::OptionInfo& o : workloads::strategy_options())
     if (!searched(o.name) && vm.count(o.name)) s.passed.push_back("--" + o.name + "=" + vm[o.name].as<std::string>());
   s.dims = read_dimensions(s);
+  s.dims.keep_dominated = s.keep_dominated;
   if (vm.count("global-batch"))
     check_option("--global-batch", double(s.global_batch), limits::integers(1, limits::kMaxModelDimension));
   check_option("--top", double(s.top), limits::integers(1, 10000));
@@ -251,22 +254,29 @@ ordered_json ranked_json(const Ranked& r, const std::vector<SweepRun>& runs) {
   return j;
 }
 
+// Each candidate's strategy settings and the GiB its largest stage needs.
+ordered_json candidates_json(const std::vector<workloads::Candidate>& list) {
+  ordered_json out = ordered_json::array();
+  for (const workloads::Candidate& c : list) {
+    ordered_json e = ordered_json::object();
+    for (const auto& [k, v] : workloads::strategy_settings(c.strategy)) e[k] = v;
+    e["peak_memory_gib"] = c.peak_memory_bytes / (1024.0 * 1024.0 * 1024.0);
+    out.push_back(e);
+  }
+  return out;
+}
+
 ordered_json search_json(const SearchSettings& s, const platforms::PlatformConfig& p, const SearchOutcome& o) {
   ordered_json j = {{"model", s.model}, {"platform", p.name}, {"nodes", p.nodes}, {"gpus", p.gpu_count()},
                     {"global_batch", s.global_batch}, {"prune_fidelity", s.prune_fidelity}, {"top", s.top}};
   j["candidates"] = {{"enumerated", o.walk.enumerated}, {"redundant", o.walk.redundant},
                      {"excluded", o.walk.excluded}, {"invalid", o.walk.invalid_total()},
-                     {"out_of_memory", o.walk.out_of_memory.size()}, {"simulated", o.walk.kept.size()},
+                     {"out_of_memory", o.walk.out_of_memory.size()}, {"dominated", o.walk.dominated.size()},
+                     {"simulated", o.walk.kept.size()},
                      {"failed_in_simulation", o.failed}};
   j["invalid_reasons"] = o.walk.invalid;
-  ordered_json oom = ordered_json::array();
-  for (const workloads::Candidate& c : o.walk.out_of_memory) {
-    ordered_json e = ordered_json::object();
-    for (const auto& [k, v] : workloads::strategy_settings(c.strategy)) e[k] = v;
-    e["peak_memory_gib"] = c.peak_memory_bytes / (1024.0 * 1024.0 * 1024.0);
-    oom.push_back(e);
-  }
-  j["out_of_memory"] = oom;
+  j["out_of_memory"] = candidates_json(o.walk.out_of_memory);
+  j["dominated"] = candidates_json(o.walk.dominated);
   j["best"] = ordered_json::array();
   for (const Ranked& r : o.best) j["best"].push_back(ranked_json(r, o.runs));
   j["estimated"] = ordered_json::array();
@@ -295,7 +305,8 @@ std::string search_csv(const SearchOutcome& o) {
 void print_counts(std::ostream& out, const SearchSettings& s, const SearchOutcome& o) {
   const workloads::SpaceWalk& w = o.walk;
   out << "  " << w.enumerated << " candidates: " << w.redundant << " redundant, " << w.excluded << " excluded, "
-      << w.invalid_total() << " invalid, " << w.out_of_memory.size() << " out of memory, " << w.kept.size()
+      << w.invalid_total() << " invalid, " << w.out_of_memory.size() << " out of memory, " << w.dominated.size()
+      << " dominated (recompute more than a twin that fits), " << w.kept.size()
       << " simulated in " << s.prune_fidelity << " fidelity";
   if (o.failed) out << " (" << o.failed << " did not run)";
   out << ", the best " << o.best.size() << " in flow fidelity\n";
@@ -371,10 +382,13 @@ void print_search(std::ostream& out, const SearchSettings& s, const SearchOutcom
   const Ranked& best = o.best.front();
   const Ranked& worst = o.estimated.back();
   char line[300];
-  std::snprintf(line, sizeof line, "spread: the best (%.2f samples/s) is %.2fx the worst of %zu valid strategies (%.2f samples/s, %s fidelity: ",
+  std::snprintf(line, sizeof line, "spread: the best (%.2f samples/s) is %.2fx the worst of %zu simulated strategies (%.2f samples/s, %s fidelity: ",
                 best.result.samples_per_s, best.result.samples_per_s / worst.result.samples_per_s, o.estimated.size(),
                 worst.result.samples_per_s, worst.fidelity.c_str());
-  out << line << strategy_text(o.runs[worst.candidate]) << ")\n";
+  out << line << strategy_text(o.runs[worst.candidate]) << ")";
+  if (!o.walk.dominated.empty())
+    out << "; the " << o.walk.dominated.size() << " dominated strategies, not simulated, are no faster than their twins";
+  out << "\n";
 }
 
 int lead(const std::vector<std::string>& args, const RankGroup& ranks, std::ostream& out, std::ostream& err) {

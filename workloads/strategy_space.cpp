@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <tuple>
 
 #include "workloads/compiler.h"
 #include "workloads/errors.h"
@@ -37,6 +38,7 @@ SpaceDimensions complete_dimensions(const SpaceDimensions& g, const ModelSpec& m
   fill(d.vpp, g.vpp, {2, 4});
   fill(d.recompute, g.recompute, {Recompute::None, Recompute::Selective, Recompute::Full});
   fill(d.sequence_parallel, g.sequence_parallel, generic ? std::vector<bool>{false} : std::vector<bool>{false, true});
+  d.keep_dominated = g.keep_dominated;
   return d;
 }
 
@@ -100,6 +102,27 @@ bool redundant(const SpaceDimensions& d, const Strategy& base, int tp, int64_t r
          (rc == Recompute::Selective && base.flash_attention && has(d.recompute, Recompute::None));
 }
 
+// The searched dimensions of a strategy but recompute: candidates with the same twin key differ
+// only in what they recompute.
+std::tuple<int, int, int, int, int64_t, Schedule, int, int, bool> twin_key(const Strategy& s) {
+  return {s.tp, s.pp, s.cp, s.ep, s.micro_batch, s.schedule, s.vpp, s.zero, s.sequence_parallel};
+}
+
+// Moves each kept candidate that recomputes more than a kept twin into `dominated`: recompute
+// adds work (a forward pass, or the attention core's, again in the backward) and changes nothing
+// else, so the twin that recomputes least is at least as fast and the others need no simulation.
+void set_aside_dominated(SpaceWalk& walk) {
+  std::map<decltype(twin_key(Strategy{})), Recompute> least;
+  for (const Candidate& c : walk.kept) {
+    auto [it, fresh] = least.emplace(twin_key(c.strategy), c.strategy.recompute);
+    if (!fresh) it->second = std::min(it->second, c.strategy.recompute);
+  }
+  std::vector<Candidate> kept;
+  for (Candidate& c : walk.kept)
+    (c.strategy.recompute > least.at(twin_key(c.strategy)) ? walk.dominated : kept).push_back(std::move(c));
+  walk.kept = std::move(kept);
+}
+
 }  // namespace
 
 SpaceWalk walk_strategy_space(const ModelSpec& m, const Strategy& base, const SpaceDimensions& d, int gpus,
@@ -127,6 +150,7 @@ SpaceWalk walk_strategy_space(const ModelSpec& m, const Strategy& base, const Sp
       classify(m, s, gpus, hbm, walk);
     }
   }
+  if (!d.keep_dominated) set_aside_dominated(walk);
   return walk;
 }
 

@@ -3,8 +3,9 @@
 // a global batch, each dimension restrictable. Walking it sorts every candidate into redundant
 // (the same run as another candidate: sequence parallelism without TP, ZeRO without data
 // parallelism, selective recompute with flash attention, which saves no attention scores), invalid (resolve() refuses it; the reason counted with its numbers as N),
-// out of memory (estimate_stage_memory(), the figure `tessera run` checks, above the HBM) or
-// kept.
+// out of memory (estimate_stage_memory(), the figure `tessera run` checks, above the HBM),
+// dominated (it recomputes more than a twin, the same strategy but for recompute, that fits: the
+// same work and more on the same GPUs and links, so never faster) or kept.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,8 @@ struct SpaceDimensions {
   std::vector<int> vpp;  // for the interleaved schedule
   std::vector<Recompute> recompute;
   std::vector<bool> sequence_parallel;
+  // Keep candidates that recompute more than a twin that fits (by default set aside as dominated).
+  bool keep_dominated = false;
 };
 
 // The defaults for a model on `gpus` GPUs, `gpus_per_node` to a node: tp powers of two up to the
@@ -47,6 +50,7 @@ struct SpaceWalk {
   size_t excluded = 0;  // a dp the --dp list leaves out
   std::map<std::string, size_t> invalid;  // reason -> count
   std::vector<Candidate> out_of_memory;   // with what they need
+  std::vector<Candidate> dominated;       // a twin that recomputes less fits (kept)
   std::vector<Candidate> kept;
   size_t invalid_total() const;
 };

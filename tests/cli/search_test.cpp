@@ -66,7 +66,17 @@ TEST(Search, FindsTheBestOfABruteForceFlowSweepAndPrunesWhatRunRefuses) {
     pruned.insert(key(p));
   }
   EXPECT_EQ(pruned, oom);
-  EXPECT_EQ(s["candidates"]["simulated"], ok.size());
+  // Dominated candidates (full recompute where no recompute fits) are slower than their twin.
+  ASSERT_FALSE(s["dominated"].empty());
+  for (const json& c : s["dominated"]) {
+    json p = c;
+    for (auto& [k, v] : p.items()) if (v.is_number()) v = std::to_string(v.get<int>());
+    const std::string dominated = key(p);
+    p["recompute"] = "none";
+    ASSERT_TRUE(ok.count(dominated) && ok.count(key(p))) << dominated;
+    EXPECT_GE(ok[dominated], ok[key(p)]) << dominated;
+  }
+  EXPECT_EQ(s["candidates"]["simulated"].get<size_t>() + s["dominated"].size(), ok.size());
 
   // The best: the brute force's fastest, never pruned, is the search's first.
   const auto fastest = std::min_element(ok.begin(), ok.end(), [](auto& a, auto& c) { return a.second < c.second; });
@@ -81,6 +91,25 @@ TEST(Search, FindsTheBestOfABruteForceFlowSweepAndPrunesWhatRunRefuses) {
       EXPECT_NE(command.find("--fidelity=" + r["fidelity"].get<std::string>()), std::string::npos) << command;
       EXPECT_EQ(command.find("--fidelity=", command.find("--fidelity=") + 1), std::string::npos) << command;
     }
+}
+
+// --keep-dominated simulates the candidates that recompute more than a twin that fits.
+TEST(Search, KeepDominatedSimulatesWhatRecomputesMoreThanATwinThatFits) {
+  const std::string dir = temp_dir();
+  const std::string space = "search --model gpt3-13b --platform dgx-a100 --nodes 2 --global-batch 32 --tp 2,4 --pp 1"
+                            " --cp 1 --micro-batch 1 --zero 1 --recompute none,full --schedule 1f1b"
+                            " --sequence-parallel true --top 1 -j 2 --report ";
+  const auto pruned = tessera(space + dir + "/pruned.json");
+  const auto kept = tessera(space + dir + "/kept.json --keep-dominated");
+  ASSERT_EQ(pruned.status, 0) << pruned.err;
+  ASSERT_EQ(kept.status, 0) << kept.err;
+  const json p = json::parse(read_file(dir + "/pruned.json")), k = json::parse(read_file(dir + "/kept.json"));
+  EXPECT_EQ(p["candidates"]["dominated"], 2);  // full recompute at tp 2 and 4: both fit without
+  EXPECT_EQ(p["candidates"]["simulated"], 2);
+  EXPECT_NE(pruned.out.find("the 2 dominated strategies, not simulated"), std::string::npos) << pruned.out;
+  EXPECT_EQ(k["candidates"]["dominated"], 0);
+  EXPECT_EQ(k["candidates"]["simulated"], 4);
+  EXPECT_EQ(k["best"][0]["strategy"], p["best"][0]["strategy"]);
 }
 
 TEST(Search, Gpt3ThirteenBillionOnTwoDgxA100IsAtLeastAsFastAsEveryBruteForceRun) {
