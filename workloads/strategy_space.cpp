@@ -102,25 +102,49 @@ bool redundant(const SpaceDimensions& d, const Strategy& base, int tp, int64_t r
          (rc == Recompute::Selective && base.flash_attention && has(d.recompute, Recompute::None));
 }
 
-// The searched dimensions of a strategy but recompute: candidates with the same twin key differ
-// only in what they recompute.
-std::tuple<int, int, int, int, int64_t, Schedule, int, int, bool> twin_key(const Strategy& s) {
-  return {s.tp, s.pp, s.cp, s.ep, s.micro_batch, s.schedule, s.vpp, s.zero, s.sequence_parallel};
+// Candidates that differ in one dimension only share a twin key: the searched dimensions, with
+// recompute and the ZeRO stage given by the caller.
+using TwinKey = std::tuple<int, int, int, int, int64_t, Schedule, int, bool, int, Recompute>;
+TwinKey twin_key(const Strategy& s, int zero, Recompute recompute) {
+  return {s.tp, s.pp, s.cp, s.ep, s.micro_batch, s.schedule, s.vpp, s.sequence_parallel, zero, recompute};
 }
 
-// Moves each kept candidate that recomputes more than a kept twin into `dominated`: recompute
-// adds work (a forward pass, or the attention core's, again in the backward) and changes nothing
-// else, so the twin that recomputes least is at least as fast and the others need no simulation.
-void set_aside_dominated(SpaceWalk& walk) {
-  std::map<decltype(twin_key(Strategy{})), Recompute> least;
-  for (const Candidate& c : walk.kept) {
-    auto [it, fresh] = least.emplace(twin_key(c.strategy), c.strategy.recompute);
-    if (!fresh) it->second = std::min(it->second, c.strategy.recompute);
+// Of each group of kept candidates with the same key, keeps the first of the least `order` and
+// returns the others (in the order they were kept).
+template <typename Key, typename Order>
+std::vector<Candidate> set_aside_twins(std::vector<Candidate>& kept, Key key, Order order) {
+  std::map<TwinKey, size_t> first;  // key -> the index of the group's first least candidate
+  for (size_t i = 0; i < kept.size(); ++i) {
+    auto [it, fresh] = first.emplace(key(kept[i]), i);
+    if (!fresh && order(kept[i]) < order(kept[it->second])) it->second = i;
   }
-  std::vector<Candidate> kept;
-  for (Candidate& c : walk.kept)
-    (c.strategy.recompute > least.at(twin_key(c.strategy)) ? walk.dominated : kept).push_back(std::move(c));
-  walk.kept = std::move(kept);
+  std::vector<Candidate> stay, aside;
+  for (size_t i = 0; i < kept.size(); ++i) (first.at(key(kept[i])) == i ? stay : aside).push_back(std::move(kept[i]));
+  kept = std::move(stay);
+  return aside;
+}
+
+// A candidate that recomputes more than a kept twin is dominated: recompute adds work (a forward
+// pass, or the attention core's, again in the backward) and changes nothing else, so the twin
+// that recomputes least is at least as fast and the others need no simulation.
+void set_aside_dominated(SpaceWalk& walk) {
+  walk.dominated = set_aside_twins(
+      walk.kept, [](const Candidate& c) { return twin_key(c.strategy, c.strategy.zero, Recompute::None); },
+      [](const Candidate& c) { return c.strategy.recompute; });
+}
+
+// ZeRO stages 1 and 2 compile to the same programs (stage 2 also shards the gradients, which
+// changes the memory only): where both fit, the one needing more memory is the same run as the
+// other, so redundant (a test compares the programs).
+void drop_zero_twins(SpaceWalk& walk) {
+  const auto aside = set_aside_twins(
+      walk.kept,
+      [](const Candidate& c) {
+        const int zero = c.strategy.zero == 2 ? 1 : c.strategy.zero;
+        return twin_key(c.strategy, zero, c.strategy.recompute);
+      },
+      [](const Candidate& c) { return std::make_pair(c.peak_memory_bytes, c.strategy.zero); });
+  walk.redundant += aside.size();
 }
 
 }  // namespace
@@ -151,6 +175,7 @@ SpaceWalk walk_strategy_space(const ModelSpec& m, const Strategy& base, const Sp
     }
   }
   if (!d.keep_dominated) set_aside_dominated(walk);
+  drop_zero_twins(walk);
   return walk;
 }
 

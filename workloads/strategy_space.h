@@ -2,10 +2,12 @@
 // schedule and vpp, recompute, ZeRO stage and sequence parallelism for a model on a GPU count and
 // a global batch, each dimension restrictable. Walking it sorts every candidate into redundant
 // (the same run as another candidate: sequence parallelism without TP, ZeRO without data
-// parallelism, selective recompute with flash attention, which saves no attention scores), invalid (resolve() refuses it; the reason counted with its numbers as N),
-// out of memory (estimate_stage_memory(), the figure `tessera run` checks, above the HBM),
-// dominated (it recomputes more than a twin, the same strategy but for recompute, that fits: the
-// same work and more on the same GPUs and links, so never faster) or kept.
+// parallelism, selective recompute with flash attention, which saves no attention scores, and of
+// ZeRO 1 and 2, which compile to the same programs, the one needing more memory where both fit),
+// invalid (resolve() refuses it; the reason counted with its numbers as N), out of memory
+// (estimate_stage_memory(), the figure `tessera run` checks, above the HBM), dominated (it
+// recomputes more than a twin, the same strategy but for recompute, that fits: the same work and
+// more on the same GPUs and links, so never faster) or kept.
 #pragma once
 
 #include <cstdint>

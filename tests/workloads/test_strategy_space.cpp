@@ -104,5 +104,57 @@ TEST(StrategySpace, MoreRecomputeThanATwinThatFitsIsDominated) {
   EXPECT_EQ(all.kept.size(), w.kept.size() + w.dominated.size());
 }
 
+// ZeRO stages 1 and 2 compile to the same programs (stage 2 shards the gradients, which only the
+// memory shows), which is why the walk keeps one of the two where both fit: if this fails, the
+// two stages became different runs and drop_zero_twins() must go.
+TEST(StrategySpace, ZeroOneAndTwoAreTheSameRunAndOnlyOneIsKept) {
+  const ModelSpec m = load_model("gpt3-13b");
+  Strategy s = default_strategy(m);
+  s.tp = 2, s.pp = 2, s.dp = 0, s.micro_batch = 1, s.global_batch = 16, s.schedule = Schedule::OneFOneB;
+  s.zero = 1;
+  const CompiledJob one = compile(m, s, 16);
+  s.zero = 2;
+  const CompiledJob two = compile(m, s, 16);
+  EXPECT_EQ(one.job.names, two.job.names);
+  EXPECT_EQ(one.job.stream_names, two.job.stream_names);
+  ASSERT_EQ(one.job.communicators.size(), two.job.communicators.size());
+  for (size_t i = 0; i < one.job.communicators.size(); ++i)
+    EXPECT_EQ(one.job.communicators[i].ranks, two.job.communicators[i].ranks);
+  ASSERT_EQ(one.job.ranks.size(), two.job.ranks.size());
+  for (size_t r = 0; r < one.job.ranks.size(); ++r) {
+    const std::vector<Op>& a = one.job.ranks[r].program->ops;
+    const std::vector<Op>& b = two.job.ranks[r].program->ops;
+    ASSERT_EQ(a.size(), b.size()) << "rank " << r;
+    for (size_t i = 0; i < a.size(); ++i) {
+      const bool same = a[i].kind == b[i].kind && a[i].stream == b[i].stream && a[i].name == b[i].name &&
+                        std::equal(a[i].deps.begin(), a[i].deps.end(), b[i].deps.begin(), b[i].deps.end()) &&
+                        a[i].flops == b[i].flops && a[i].bytes == b[i].bytes && a[i].message_bytes == b[i].message_bytes &&
+                        a[i].slot == b[i].slot && a[i].tag == b[i].tag && a[i].collective == b[i].collective &&
+                        a[i].micro_batch == b[i].micro_batch;
+      ASSERT_TRUE(same) << "rank " << r << " op " << i << ": " << one.job.op_name(a[i]);
+    }
+  }
+  EXPECT_LT(two.memory[0].grads, one.memory[0].grads);
+
+  SpaceDimensions g;
+  g.tp = {2};
+  g.pp = {2};
+  g.cp = {1};
+  g.micro_batch = {1};
+  g.schedule = {Schedule::OneFOneB};
+  g.recompute = {Recompute::None};
+  g.sequence_parallel = {true};
+  g.zero = {1, 2};
+  const SpaceWalk w = walk_strategy_space(m, default_strategy(m), complete_dimensions(g, m, 16, 8), 16, 16, 80 * GiB);
+  ASSERT_EQ(w.kept.size(), 1u);
+  EXPECT_EQ(w.redundant, 1u);
+  const Strategy& kept = w.kept[0].strategy;
+  Strategy other = kept;
+  other.dp = 0, other.zero = 3 - kept.zero;
+  double other_peak = 0;
+  for (const MemoryBreakdown& b : compile(m, other, 16).memory) other_peak = std::max(other_peak, b.peak);
+  EXPECT_LE(w.kept[0].peak_memory_bytes, other_peak);  // the one needing less memory stays
+}
+
 }  // namespace
 }  // namespace tessera::workloads
