@@ -86,7 +86,7 @@ class Waveform {
     stem_ = stem;  // the placeholder keeps the name; SystemC writes STEM.vcd
     file_ = sc_core::sc_create_vcd_trace_file(stem_.c_str());
     file_->set_time_unit(1, sc_core::SC_PS);
-    for (const auto& port : platform.rtl_ports()) port->trace(file_);
+    for (const auto& port : platform.rtl_ports()) port->trace_signals(file_);
   }
   // Closes the file and puts it in place.
   void finish() {

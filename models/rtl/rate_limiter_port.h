@@ -60,8 +60,6 @@ class RateLimiterPort final : public Transactor {
   uint64_t cycle_ = 0;    // the cycle pin at this edge
   // The reference bucket: tokens at cycle last_.
   uint64_t tokens_ = 0, last_ = 0;
-  uint64_t held_since_ = 0;  // the cycle the presented chunk had its tokens in the reference
-  bool held_ready_ = false;
 };
 
 }  // namespace tessera::rtl

@@ -54,7 +54,7 @@ class Transactor : public sc_core::sc_module, public models::PortController {
   uint64_t decisions() const { return decisions_; }
   // Adds the block's pins and the port's signals to a VCD file (during elaboration); the
   // clock's high phase then lasts half a period.
-  void trace(sc_core::sc_trace_file* file) {
+  void trace_signals(sc_core::sc_trace_file* file) {
     high_ = half_;
     trace_pins(file);
   }
