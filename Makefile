@@ -35,6 +35,7 @@ bench: build
 	$(BUILD)/tests/bench/tessera_bench
 	$(BUILD)/tests/workloads/tessera_bench_compile
 	$(BUILD)/tests/workloads/tessera_bench_search_space
+	$(TESSERA) search --model gpt3-175b --platform dgx-a100 --nodes 128 --global-batch 1536 -j $(JOBS)
 	$(BUILD)/tests/bench/tessera_bench_scale
 
 # Every test with AddressSanitizer and UndefinedBehaviorSanitizer (not part of make test).

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <numeric>
@@ -243,7 +244,12 @@ struct SearchOutcome {
   std::vector<Ranked> estimated;  // prune fidelity, fastest first
   std::vector<Ranked> best;       // flow fidelity, fastest first
   size_t failed = 0;              // kept candidates whose run did not end ok
+  double pruning_s = 0, flow_s = 0;  // wall time of the two phases
 };
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 ordered_json ranked_json(const Ranked& r, const std::vector<SweepRun>& runs) {
   ordered_json j = {{"strategy", ordered_json::object()}};
@@ -357,7 +363,9 @@ SearchOutcome run_search(const SearchSettings& s, const po::variables_map& vm, c
   options.on_row = progress(err, "simulating candidates in " + s.prune_fidelity + " fidelity");
   std::vector<size_t> all(o.runs.size());
   std::iota(all.begin(), all.end(), 0);
+  const auto pruning_start = std::chrono::steady_clock::now();
   const SweepOutcome pruning = run_sweep(o.runs, options, ranks);
+  o.pruning_s = seconds_since(pruning_start);
   o.estimated = rank(o.runs, pruning.rows, all, s.prune_fidelity);
   o.failed = o.runs.size() - o.estimated.size();
   if (o.estimated.empty()) throw std::runtime_error("no candidate's run ended ok (--report lists them)");
@@ -372,7 +380,9 @@ SearchOutcome run_search(const SearchSettings& s, const po::variables_map& vm, c
     top.push_back(candidate_run(o.walk.kept[which.back()], p.gpu_count(), shared, "flow"));
   }
   options.on_row = progress(err, "simulating the best in flow fidelity");
+  const auto flow_start = std::chrono::steady_clock::now();
   o.best = rank(top, run_sweep(top, options, ranks).rows, which, "flow");
+  o.flow_s = seconds_since(flow_start);
   return o;
 }
 
@@ -389,6 +399,14 @@ void print_search(std::ostream& out, const SearchSettings& s, const SearchOutcom
   if (!o.walk.dominated.empty())
     out << "; the " << o.walk.dominated.size() << " dominated strategies, not simulated, are no faster than their twins";
   out << "\n";
+  std::snprintf(line, sizeof line, "searched in %.1f s: %zu runs in %s fidelity %.1f s", o.pruning_s + o.flow_s,
+                o.runs.size(), s.prune_fidelity.c_str(), o.pruning_s);
+  out << line;
+  if (s.prune_fidelity != "flow") {
+    std::snprintf(line, sizeof line, ", the best %zu in flow fidelity %.1f s", o.best.size(), o.flow_s);
+    out << line;
+  }
+  out << " (wall time)\n";
 }
 
 int lead(const std::vector<std::string>& args, const RankGroup& ranks, std::ostream& out, std::ostream& err) {

@@ -36,6 +36,7 @@ TEST(Search, FindsTheBestOfABruteForceFlowSweepAndPrunesWhatRunRefuses) {
   ASSERT_EQ(search.status, 0) << search.err;
   EXPECT_NE(search.out.find("64 candidates"), std::string::npos) << search.out;
   EXPECT_NE(search.out.find("spread: the best"), std::string::npos) << search.out;
+  EXPECT_NE(search.out.find(" runs in analytic fidelity "), std::string::npos) << search.out;  // the time of each phase
   const json s = json::parse(read_file(dir + "/search.json"));
 
   const std::string sweep = write_file("brute.yaml",
