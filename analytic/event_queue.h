@@ -21,6 +21,21 @@ bool earlier(const A& a, const B& b) {
   return (a.time < b.time) | ((a.time == b.time) & (a.sequence < b.sequence));
 }
 
+// The earliest of the children of a four-ary heap's node whose first child is c (c < heap size):
+// of four, by two independent comparisons and a third, without a branch; of one to three (the
+// last node with children), one by one.
+template <typename E>
+size_t earliest_child(const std::vector<E>& heap, size_t c) {
+  if (c + 3 < heap.size()) {
+    const size_t a = c + earlier(heap[c + 1], heap[c]);
+    const size_t b = c + 2 + earlier(heap[c + 3], heap[c + 2]);
+    return earlier(heap[b], heap[a]) ? b : a;
+  }
+  size_t m = c;
+  for (size_t k = c + 1; k < heap.size(); ++k) m = earlier(heap[k], heap[m]) ? k : m;
+  return m;
+}
+
 // `E` has `time` (a number, never NaN) and `sequence` (unique).
 template <typename E>
 class EventQueue {
@@ -38,17 +53,8 @@ class EventQueue {
     const size_t n = heap_.size();
     if (n == 0) return;
     size_t i = 0;
-    for (size_t c = 1; c + 3 < n; c = 4 * i + 1) {
-      const size_t a = c + earlier(heap_[c + 1], heap_[c]);
-      const size_t b = c + 2 + earlier(heap_[c + 3], heap_[c + 2]);
-      const size_t m = earlier(heap_[b], heap_[a]) ? b : a;
-      heap_[i] = heap_[m];
-      i = m;
-    }
-    // A node with one to three children: the earliest of them.
-    if (size_t c = 4 * i + 1; c < n) {
-      size_t m = c;
-      for (size_t k = c + 1; k < n; ++k) m = earlier(heap_[k], heap_[m]) ? k : m;
+    for (size_t c = 1; c < n; c = 4 * i + 1) {
+      const size_t m = earliest_child(heap_, c);
       heap_[i] = heap_[m];
       i = m;
     }
@@ -128,14 +134,7 @@ class KeyedQueue {
   void down(size_t i, const Entry& e) {
     const size_t n = heap_.size();
     for (size_t c = 4 * i + 1; c < n; c = 4 * i + 1) {
-      size_t m = c;
-      if (c + 3 < n) {  // four children: the earliest without a branch, as EventQueue::pop
-        const size_t a = c + earlier(heap_[c + 1], heap_[c]);
-        const size_t b = c + 2 + earlier(heap_[c + 3], heap_[c + 2]);
-        m = earlier(heap_[b], heap_[a]) ? b : a;
-      } else {
-        for (size_t k = c + 1; k < n; ++k) m = earlier(heap_[k], heap_[m]) ? k : m;
-      }
+      const size_t m = earliest_child(heap_, c);
       if (!earlier(heap_[m], e)) break;
       place(i, heap_[m]);
       i = m;
