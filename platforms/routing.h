@@ -164,8 +164,8 @@ class Routing {
   std::vector<uint32_t> gateway_choice_; // per GPU: list of gateway indices (into node_lists_)
   std::vector<int32_t> home_gateway_;    // per GPU: its in-network reduction gateway, or -1
   std::vector<std::pair<uint16_t, uint16_t>> gateway_entries_;  // GPU * gateways + g: g's entries
-  bool rails_joined_ = true;  // every gateway reaches every other (entry_gateway may change rails)
                                                                // in the list (first, count)
+  bool rails_joined_ = true;  // every gateway reaches every other (entry_gateway may change rails)
   std::vector<int32_t> gateway_index_;   // template device -> gateway index, or -1
   std::vector<uint32_t> nvswitch_ports_; // per GPU: its NVLink ports (in-switch reduction)
 
