@@ -313,7 +313,9 @@ TEST(Routes, RailOptimizedNetworkKeepsTheRailOrCrossesRailsToANicNearTheDestinat
       EXPECT_EQ(pcie_switch(nics[1]), d % g.node.gpus / per_switch) << nics[1];
       const std::string k0 = nics[0].substr(nics[0].find(".nic")), k1 = nics[1].substr(nics[1].find(".nic"));
       const bool same_switch = s / per_switch == d % g.node.gpus / per_switch;
-      if (same_switch) EXPECT_EQ(k0, k1) << nics[0] << " -> " << nics[1];
+      if (same_switch) {
+        EXPECT_EQ(k0, k1) << nics[0] << " -> " << nics[1];
+      }
       std::set<std::string> rails;
       for (const Hop& h : hops) {
         if (h.to.rfind("rail", 0) == 0) rails.insert(h.to.substr(0, h.to.find('.')));
