@@ -243,6 +243,7 @@ ordered_json report_json(const platforms::PlatformConfig& platform, const worklo
   if (r.gpus_simulated > 0) {
     j["simulation"]["symmetry_skew_s"] = r.symmetry_skew_s;
     j["simulation"]["quiet_nodes"] = r.quiet_nodes;
+    j["simulation"]["echo_nodes"] = r.echo_nodes;
   }
   if (!r.rtl.empty()) j["rtl"] = rtl_json(r);
   return j;
@@ -313,6 +314,10 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
     out << "  quiet nodes           " << r.quiet_nodes
         << " nodes of replaying GPUs only: their calls among their own GPUs were left out, and their links"
            " between GPUs report a like node's traffic\n";
+  if (r.echo_nodes > 0)
+    out << "  echo nodes            " << r.echo_nodes
+        << " nodes of a simulated GPU and GPUs replaying it: its rings among them ran alone, each transfer standing"
+           " for every member's (their links report them all)\n";
   if (!r.fidelity_reason.empty())
     out << "  fidelity              " << platforms::fidelity_name(r.fidelity) << " (" << r.fidelity_reason << ")\n";
   double busiest = 0;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <memory>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "analytic/iteration.h"
 #include "models/collectives/tuner.h"
@@ -188,18 +190,24 @@ struct QuietLinks {
   }
 };
 
+// The node template's links between its GPUs (Routing::node_link_use), or false where a link
+// carries traffic between GPUs and traffic through the node's gateways both.
+bool links_between_gpus(const platforms::Platform& platform, std::vector<uint32_t>& out) {
+  const std::vector<uint8_t> use = platform.routing().node_link_use();
+  for (uint32_t t = 0; t < use.size(); ++t) {
+    if (use[t] == (platforms::Routing::kBetweenGpus | platforms::Routing::kThroughGateways)) return false;
+    if (use[t] & platforms::Routing::kBetweenGpus) out.push_back(t);
+  }
+  return true;
+}
+
 // Followers in quiet nodes leave out their calls among the node's GPUs, where the node's links
 // between GPUs carry nothing else (flow fidelity); the fabric stops the run if a flow crosses one.
 QuietLinks leave_out_quiet_calls(platforms::Platform& platform, const workloads::Job& job,
                                  const workloads::Replicas& replicas, SymmetryWatch& watch) {
   QuietLinks quiet;
   models::FlowFabric* fabric = platform.flow_fabric();
-  if (fabric == nullptr) return quiet;
-  const std::vector<uint8_t> use = platform.routing().node_link_use();
-  for (uint32_t t = 0; t < use.size(); ++t) {
-    if (use[t] == (platforms::Routing::kBetweenGpus | platforms::Routing::kThroughGateways)) return quiet;
-    if (use[t] & platforms::Routing::kBetweenGpus) quiet.between_gpus.push_back(t);
-  }
+  if (fabric == nullptr || !links_between_gpus(platform, quiet.between_gpus)) return quiet;
   quiet.nodes = workloads::quiet_nodes(job, replicas, int(platform.routing().topology().node.gpus));
   if (quiet.nodes.quiet == 0) return quiet;
   const platforms::RoutedPaths& paths = *platform.flow_paths();
@@ -212,6 +220,85 @@ QuietLinks leave_out_quiet_calls(platforms::Platform& platform, const workloads:
     if (!communicators[r].empty() || !peers[r].empty())
       platform.gpu(r).command_processor().leave_out(std::move(communicators[r]), std::move(peers[r]));
   return quiet;
+}
+
+// Whether a ring over `ring` gives each member's transfer to the next links of its own: no
+// link of the paths (every hashed choice of them) from one member to the next is on another
+// member's. Then, everyone sending at once, each transfer's rate is the one it has alone.
+bool rings_apart(const platforms::RoutedPaths& paths, const std::vector<int>& ring) {
+  std::vector<std::pair<uint32_t, size_t>> used;  // (link, the member sending over it)
+  std::vector<uint32_t> links;
+  std::vector<double> shares;
+  for (size_t i = 0; i < ring.size(); ++i) {
+    protocol::FabricTransfer t;
+    t.source = uint32_t(ring[i]);
+    t.destination = uint32_t(ring[(i + 1) % ring.size()]);
+    for (uint32_t chunk = 0; chunk < 64; ++chunk) {  // the paths its hash picks among
+      t.chunk = chunk;
+      paths.path(t, links, shares);
+      for (uint32_t l : links) used.emplace_back(l, i);
+    }
+  }
+  std::sort(used.begin(), used.end());
+  for (size_t k = 1; k < used.size(); ++k)
+    if (used[k].first == used[k - 1].first && used[k].second != used[k - 1].second) return false;
+  return true;
+}
+
+// Per op of `rank`'s program, whether it is a call on the slots `echoed` that the rank can make
+// for every member (CollectiveEngine::echoes: a ring in flow fidelity, the others' calls as
+// usual); none where a slot's ring does not give each member's transfer links of its own.
+std::shared_ptr<std::vector<bool>> echoed_calls(const platforms::Platform& platform, const workloads::Job& job,
+                                                const workloads::Rank& rank, const std::vector<bool>& echoed) {
+  for (size_t slot = 0; slot < echoed.size(); ++slot)
+    if (echoed[slot] && !rings_apart(*platform.flow_paths(), job.communicators[size_t(rank.communicators[slot])].ranks))
+      return nullptr;
+  const models::CollectiveEngine& engine = platform.gpu(size_t(rank.rank)).collectives();
+  std::map<std::tuple<int, uint64_t, int, int, int>, bool> checked;  // (slot, bytes, kind, algorithm, protocol)
+  const std::vector<workloads::Op>& ops = rank.program->ops;
+  auto out = std::make_shared<std::vector<bool>>(ops.size(), false);
+  bool any = false;
+  protocol::CollectiveEvent e;
+  for (uint32_t i = 0; i < ops.size(); ++i) {
+    const workloads::Op& op = ops[i];
+    if (op.kind != workloads::OpKind::Collective || size_t(op.slot) >= echoed.size() || !echoed[size_t(op.slot)])
+      continue;
+    models::fill_communication_event(e, job, rank, i, op, 0);
+    const auto [it, fresh] = checked.emplace(std::make_tuple(op.slot, e.bytes, int(e.kind), int(e.algorithm), int(e.protocol)), false);
+    if (fresh) it->second = engine.echoes(e);
+    (*out)[i] = it->second;
+    any = any || it->second;
+  }
+  return any ? out : nullptr;
+}
+
+// Echo nodes (workloads::echo_nodes) whose rings among their GPUs give each member links of its
+// own: the simulated GPU makes those rings alone (CollectiveEngine::echo), its followers leave
+// them out. Returns the echo nodes; `echoing` marks their followers.
+int echo_node_calls(platforms::Platform& platform, const workloads::Job& job, const workloads::Replicas& replicas,
+                    std::vector<bool>& echoing) {
+  std::vector<uint32_t> between;
+  if (platform.flow_fabric() == nullptr || !links_between_gpus(platform, between)) return 0;
+  const size_t g = platform.routing().topology().node.gpus;
+  const workloads::EchoNodes nodes = workloads::echo_nodes(job, replicas, int(g));
+  int echo = 0;
+  for (size_t node = 0; node < nodes.simulated.size(); ++node) {
+    const int rep = nodes.simulated[node];
+    if (rep < 0) continue;
+    const workloads::Rank& rank = job.ranks[size_t(rep)];
+    const std::vector<bool>& slots = nodes.communicators[size_t(rep)];
+    const std::shared_ptr<const std::vector<bool>> calls = echoed_calls(platform, job, rank, slots);
+    if (!calls) continue;
+    for (size_t slot = 0; slot < slots.size(); ++slot)
+      if (slots[slot]) platform.gpu(size_t(rep)).collectives().echo(rank.communicators[slot]);
+    for (size_t r = node * g; r < (node + 1) * g; ++r) {
+      if (int(r) == rep) continue;
+      platform.gpu(r).command_processor().leave_out_echoed(calls);
+      echoing[r] = true;
+    }
+    ++echo;
+  }
+  return echo;
 }
 
 // A quiet node's links between its GPUs report what its mirror's carried.
@@ -295,9 +382,12 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
   }
   TerminalProgress progress(total_ops, options.iterations, options.progress && isatty(STDERR_FILENO));
   QuietLinks quiet;
+  std::vector<bool> echoing(job.ranks.size(), false);  // followers in echo nodes
+  int echo_nodes = 0;
   if (symmetric) {
     follow_replicas(platform, replicas, watch);
     quiet = leave_out_quiet_calls(platform, job, replicas, watch);
+    echo_nodes = echo_node_calls(platform, job, replicas, echoing);
   }
   for (const workloads::Rank& rank : job.ranks) {
     models::Gpu& gpu = platform.gpu(rank.rank);
@@ -334,6 +424,7 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
     result.gpus_simulated = replicas.simulated;
     result.symmetry_skew_s = watch.total_s();
     result.quiet_nodes = quiet.nodes.quiet;
+    result.echo_nodes = echo_nodes;
   }
   sc_core::sc_time end = sc_core::SC_ZERO_TIME;
   for (size_t r = 0; r < platform.gpu_count(); ++r) {
@@ -352,6 +443,7 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
     RankResult& rr = result.ranks[r];
     rr = result.ranks[size_t(replicas.representative[r])];
     rr.rank = static_cast<int>(r);
+    if (echoing[r]) continue;  // its calls in the node were its representative's echoes: its bytes too
     rr.bytes_sent = platform.gpu(r).collectives().bytes_injected();
     rr.bytes_received = platform.gpu(r).collectives().bytes_received();
   }

@@ -107,6 +107,8 @@ struct SimulationResult {
                                // communication completed from its representative's, summed
   int quiet_nodes = 0;         // with symmetry: nodes whose calls among their own GPUs were left
                                // out (workloads::quiet_nodes); their links mirror another node's
+  int echo_nodes = 0;          // with symmetry: nodes whose simulated GPU made their calls among
+                               // their GPUs alone (workloads::echo_nodes)
   int classes = 0;             // analytic fidelity: ranks costed (one per class of equivalent ranks)
   double wall_s = 0;
   double cpu_s = 0;            // analytic fidelity: CPU time of the model

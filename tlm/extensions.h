@@ -133,9 +133,13 @@ struct FabricTransfer : tlm::tlm_extension<FabricTransfer> {
   float wire_factor = 1.0f;           // wire bytes per payload byte of the protocol (LL: 2)
   double rate_cap = 0;                // flow fidelity: the most payload bytes/s the sender's
                                       // channels move this transfer at (0: the links alone)
-  const int* members = nullptr;       // SwitchReduce/SwitchMulticast: the member ranks
+  const int* members = nullptr;       // SwitchReduce/SwitchMulticast: the member ranks (echo: the ring)
   uint32_t member_count = 0;
   const AggregationTree* tree = nullptr;  // NetworkReduce/NetworkMulticast: the tree it climbs
+  // Flow fidelity, an echo node's ring (CollectiveEngine::echo): the transfer stands for every
+  // member's to the member after it (`members`, in ring order, are the ring); the fabric hands
+  // it back to its source on arrival and counts its images on their own links.
+  bool echo = false;
 
   tlm::tlm_extension_base* clone() const override { return new FabricTransfer(*this); }
   void copy_from(const tlm::tlm_extension_base& other) override {

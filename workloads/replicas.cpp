@@ -95,6 +95,10 @@ class NodeShapes {
     return out;
   }
   bool internal_communicator(int c) const { return c >= 0 && internal_[size_t(c)]; }
+  // A communicator inside one node that holds all of its GPUs.
+  bool whole_node(int c) const {
+    return internal_communicator(c) && job_.communicators[size_t(c)].ranks.size() == size_t(g_);
+  }
   bool internal_peer(int rank, int peer) const { return peer >= 0 && rank / g_ == peer / g_; }
   std::vector<intptr_t> shape(int node) const {
     std::vector<intptr_t> out;
@@ -149,6 +153,53 @@ QuietNodes quiet_nodes(const Job& job, const Replicas& replicas, int gpus_per_no
     }
   }
   return q;
+}
+
+namespace {
+
+// The node's one simulated GPU where every other GPU of the node follows it, else -1.
+int lone_representative(const Replicas& replicas, size_t first, size_t gpus) {
+  const int rep = replicas.representative[first];
+  if (replicas.representative[size_t(rep)] != rep || size_t(rep) < first || size_t(rep) >= first + gpus) return -1;
+  for (size_t r = first; r < first + gpus; ++r)
+    if (replicas.representative[r] != rep) return -1;
+  return rep;
+}
+
+}  // namespace
+
+EchoNodes echo_nodes(const Job& job, const Replicas& replicas, int gpus_per_node) {
+  EchoNodes e;
+  const size_t n = job.ranks.size();
+  e.communicators.resize(n);
+  if (gpus_per_node <= 1 || n % size_t(gpus_per_node) != 0) return e;  // whole nodes only
+  const size_t g = size_t(gpus_per_node), nodes = n / g;
+  e.simulated.assign(nodes, -1);
+  const NodeShapes shapes(job, gpus_per_node);
+  const std::vector<bool> crowded = shapes.crowded_nodes(nodes);
+  for (size_t node = 0; node < nodes; ++node) {
+    const int rep = crowded[node] ? -1 : lone_representative(replicas, node * g, g);
+    if (rep < 0) continue;
+    bool echo = true, any = false;
+    for (size_t r = node * g; r < (node + 1) * g && echo; ++r) {
+      const Rank& rank = job.ranks[r];
+      for (int peer : rank.peers) echo = echo && !shapes.internal_peer(rank.rank, peer);
+      const std::vector<int>& own = job.ranks[size_t(rep)].communicators;
+      for (size_t slot = 0; slot < rank.communicators.size(); ++slot) {
+        const int c = rank.communicators[slot];
+        if (!shapes.internal_communicator(c)) continue;
+        // The same call of the whole node at this slot on every GPU.
+        echo = echo && shapes.whole_node(c) && slot < own.size() && own[slot] == c;
+        any = true;
+      }
+    }
+    if (!echo || !any) continue;
+    e.simulated[node] = rep;
+    ++e.echo;
+    for (size_t r = node * g; r < (node + 1) * g; ++r)
+      for (int c : job.ranks[r].communicators) e.communicators[r].push_back(shapes.whole_node(c));
+  }
+  return e;
 }
 
 }  // namespace tessera::workloads

@@ -48,4 +48,25 @@ struct QuietNodes {
 };
 QuietNodes quiet_nodes(const Job& job, const Replicas& replicas, int gpus_per_node);
 
+// Echo nodes: nodes whose GPUs are one simulated GPU and followers of it, whose calls among
+// themselves are all on communicators of the whole node. The followers leave those calls out,
+// and the simulated GPU takes what its own transfers deliver for what its peers would have sent
+// it (docs/fidelity.md, "Echo nodes"): every member issues the call at the same time and sends
+// the same bytes in the same pattern, so where the node's links give each member's transfers
+// links of their own (checked by the simulation, with the algorithm each call runs) a peer's
+// transfer to it is its own transfer's image. A node is an echo node when
+//  - exactly one of its GPUs is simulated and every other follows it;
+//  - no call that reaches beyond the node has two members in it (as for quiet nodes);
+//  - no send or receive joins two of its GPUs;
+//  - every communicator of its GPUs' that lies inside the node holds all of the node's GPUs,
+//    and each GPU names it at the same slot as the simulated GPU.
+struct EchoNodes {
+  std::vector<int> simulated;  // per node: its simulated GPU, or -1 where it is no echo node
+  // Per rank, per slot: a call on a communicator of the whole echo node (the simulated GPU
+  // echoes it, its followers leave it out).
+  std::vector<std::vector<bool>> communicators;
+  int echo = 0;  // echo nodes
+};
+EchoNodes echo_nodes(const Job& job, const Replicas& replicas, int gpus_per_node);
+
 }  // namespace tessera::workloads

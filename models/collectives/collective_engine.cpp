@@ -67,6 +67,17 @@ Choice CollectiveEngine::choice(const protocol::CollectiveEvent& e) const {
                      config_.algorithm, config_.protocol, config_.channels);
 }
 
+void CollectiveEngine::echo(int communicator) {
+  echoed_.resize(membership_count_, false);
+  echoed_[membership(communicator)] = true;
+}
+
+bool CollectiveEngine::echoes(const protocol::CollectiveEvent& e) const {
+  const bool kind = e.kind == CollectiveOp::AllReduce || e.kind == CollectiveOp::ReduceScatter ||
+                    e.kind == CollectiveOp::AllGather;
+  return config_.steady_state && kind && e.splits == nullptr && choice(e).algorithm == CollectiveAlgorithm::Ring;
+}
+
 tlm::tlm_sync_enum CollectiveEngine::nb_transport_fw(tlm::tlm_generic_payload& gp,
                                                      tlm::tlm_phase& phase, sc_time& delay) {
   if (phase != tlm::BEGIN_REQ) return tlm::TLM_COMPLETED;
@@ -171,6 +182,14 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
     }
   }
   if (config_.steady_state) steady_state(inst);
+  const long m = echoed_.empty() ? -1 : find_membership(e.communicator);
+  if (m >= 0 && echoed_[size_t(m)] && echoes(e)) {
+    // A ring's members are each other's images: what this rank receives from the member before
+    // it is what it sends to the one after (its own transfers, handed back: echo()).
+    if (phases.size() != 1) throw std::logic_error(std::string(name()) + ": an echoed ring of several phases");
+    phases[0].receives = phases[0].sends;
+    inst.echo = true;
+  }
   if (config_.steady_state && inst.channel_rate > 0) {
     // Flow fidelity caps each flow at its channels' rate: each chunk of a step (packet
     // fidelity's) at the channel's rate, with its handshake. A ring's flow has its own
@@ -398,6 +417,12 @@ void CollectiveEngine::send_chunk(uint64_t flow, Instance& inst, const Phase& ph
   t.members = phase.members;
   t.member_count = phase.member_count;
   t.tree = phase.tree;
+  t.echo = inst.echo;
+  if (inst.echo) {  // the ring, for the fabric's images of this transfer
+    const std::vector<int>& ring = job_.communicators[size_t(inst.communicator)].ranks;
+    t.members = ring.data();
+    t.member_count = static_cast<uint32_t>(ring.size());
+  }
   gp->set_data_length(static_cast<unsigned>(std::min<uint64_t>(t.bytes, 0xffffffffu)));
   bytes_injected_ += t.bytes;
   if (inst.channel_rate > 0 && t.channel < inst.channel_free.size()) {
@@ -502,6 +527,7 @@ void CollectiveEngine::start_send(tlm::tlm_generic_payload& call) {
     t.rate_cap = 0;
     t.members = nullptr;
     t.member_count = 0;
+    t.echo = false;
     bytes_injected_ += t.bytes;
     fabric_.inject(*gp, *this);
   }

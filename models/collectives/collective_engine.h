@@ -138,6 +138,19 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   // What the k-th collective call of any rank with this event will run (same on every member).
   Choice choice(const protocol::CollectiveEvent& e) const;
 
+  // Flow fidelity, a symmetric run's echo node (workloads::echo_nodes): this rank's calls on
+  // `communicator`, which holds its whole node, are made by this rank alone; the other members
+  // follow it and leave them out. Each of its transfers is marked an echo (FabricTransfer::
+  // echo): the fabric carries it to its peer, hands it back to this rank as what the peer at the
+  // same distance before it sent, and counts the peers' transfers, its images, on their links.
+  // Only a ring in its steady state is its members' images (each sends to the next what it
+  // receives from the one before): a call on the communicator that runs anything else (a
+  // small all-reduce's tree) is made by every member as usual.
+  void echo(int communicator);
+  // Whether the call `e` can be echoed: a ring all-reduce, reduce-scatter or all-gather in
+  // flow fidelity.
+  bool echoes(const protocol::CollectiveEvent& e) const;
+
  private:
   using Transfer = models::Transfer;
   using Phase = models::Phase;
@@ -161,6 +174,7 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
     uint64_t sends_expected = 0, sends_done = 0;
     uint64_t recvs_expected = 0, recvs_done = 0;
     bool finishing = false;
+    bool echo = false;  // made by this rank alone (echo())
     std::vector<uint64_t> early;  // (step << 32 | chunk) that arrived before this rank joined
   };
   // A communicator's groups for collnet: this rank's node and its SHARP tree (the members at
@@ -226,6 +240,7 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
     uint32_t joined = 0, started = 0;
   };
   std::vector<Calls> calls_;
+  std::vector<bool> echoed_;  // by membership: its calls are echoed (echo())
   std::unordered_set<uint64_t> joined_ahead_;  // (communicator, call) started out of order
   std::unordered_map<int, CollNetGroups> collnet_;         // by communicator, on first use
   std::unordered_map<uint64_t, Instance> instances_;        // by flow (communicator, call)

@@ -206,17 +206,12 @@ void FlowFabric::update() {
 void FlowFabric::finish(uint32_t id, sc_dt::uint64 now) {
   Flow& f = flows_[id];
   const protocol::FabricTransfer& t = protocol::fabric_transfer(*f.gp);
-  const uint64_t bytes = t.bytes;
-  for (size_t i = 0; i < f.path.size(); ++i) {
-    LinkState& link = links_[f.path[i]];
-    const double share = PathProvider::share(f.shares, i);
-    link.bytes += share * double(bytes);
-    link.chunks += share;
-    const sc_core::sc_time busy = link.spec.timing.serialization(bytes, t.wire_factor);
-    link.busy += share == 1.0 ? busy : busy * share;
-  }
+  carried(f.path, f.shares, t.bytes, t.wire_factor);
+  if (t.echo) images_carried(t);
+  // An echo goes back to its source (as what the member before it sent).
+  const uint32_t gpu = t.echo ? t.source : t.destination;
   const Timed arrival{std::max(now + f.latency, f.earliest), f.sequence, f.gp,
-                      f.to_switch == kNone ? t.destination : f.to_switch, f.to_switch};
+                      f.to_switch == kNone ? gpu : f.to_switch, f.to_switch};
   const bool first = arrivals_.empty() || later(arrivals_.front().time, arrivals_.front().sequence,
                                                 arrival.time, arrival.sequence);
   arrivals_.push_back(arrival);
@@ -227,6 +222,35 @@ void FlowFabric::finish(uint32_t id, sc_dt::uint64 now) {
   f.source = nullptr;
   share_.remove(id);
   ++finished_;
+}
+
+void FlowFabric::carried(const std::vector<uint32_t>& path, const std::vector<double>& shares, uint64_t bytes,
+                         float wire_factor) {
+  for (size_t i = 0; i < path.size(); ++i) {
+    LinkState& link = links_[path[i]];
+    const double share = PathProvider::share(shares, i);
+    link.bytes += share * double(bytes);
+    link.chunks += share;
+    const sc_core::sc_time busy = link.spec.timing.serialization(bytes, wire_factor);
+    link.busy += share == 1.0 ? busy : busy * share;
+  }
+}
+
+void FlowFabric::images_carried(const protocol::FabricTransfer& t) {
+  const uint32_t n = t.member_count;
+  const int* ring = t.members;
+  const auto place = [&](uint32_t rank) {
+    return uint32_t(std::find(ring, ring + n, int(rank)) - ring);
+  };
+  const uint32_t from = place(t.source), to = place(t.destination);
+  if (from == n || to == n) throw std::logic_error(std::string(name()) + ": an echo between ranks outside its ring");
+  protocol::FabricTransfer image = t;
+  for (uint32_t k = 1; k < n; ++k) {
+    image.source = uint32_t(ring[(from + k) % n]);
+    image.destination = uint32_t(ring[(to + k) % n]);
+    paths_.path(image, image_path_, image_shares_);
+    carried(image_path_, image_shares_, t.bytes, t.wire_factor);
+  }
 }
 
 void FlowFabric::deliver() {

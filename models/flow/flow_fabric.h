@@ -186,6 +186,11 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   static void absorb(tlm::tlm_generic_payload& gp);
   void schedule_update();
   void finish(uint32_t id, sc_dt::uint64 now);
+  // Adds a finished transfer of `bytes` to the figures of the links of `path`.
+  void carried(const std::vector<uint32_t>& path, const std::vector<double>& shares, uint64_t bytes, float wire_factor);
+  // An echo (FabricTransfer::echo) finished: its images, every other member's transfer to the
+  // member at the same distance along the ring, finished too, on their own links.
+  void images_carried(const protocol::FabricTransfer& t);
   void settle(uint32_t id, sc_dt::uint64 now);
   sc_dt::uint64 ticks(double seconds) const;
   // Indexed min-heap of the active flows' completion times.
@@ -211,6 +216,8 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   std::vector<double> shares_;       // and its shares (PathProvider::path); start() empties it
   std::vector<uint32_t> hop_links_;  // scratch: what the allocator sees of it
   std::vector<double> hop_weights_;
+  std::vector<uint32_t> image_path_;  // scratch: an echo's image's path and shares
+  std::vector<double> image_shares_;
   sc_core::sc_event wake_;
   sc_core::sc_event arrival_;
   double tick_s_ = 0.0;

@@ -127,7 +127,10 @@ void CommandProcessor::leave_out(std::vector<bool> communicator_slots, std::vect
   quiet_peers_ = std::move(peer_slots);
 }
 
+void CommandProcessor::leave_out_echoed(std::shared_ptr<const std::vector<bool>> ops) { echoed_ = std::move(ops); }
+
 bool CommandProcessor::replays(uint32_t index) const {
+  if (echoed_ && (*echoed_)[index]) return false;
   const workloads::Op& op = rank_->program->ops[index];
   const std::vector<bool>& quiet = op.kind == OpKind::Collective ? quiet_communicators_ : quiet_peers_;
   return size_t(op.slot) >= quiet.size() || !quiet[size_t(op.slot)];

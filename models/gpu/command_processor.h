@@ -78,6 +78,9 @@ class CommandProcessor : public sc_core::sc_module {
   // leaves out (every member a follower whose traffic no simulated GPU's shares:
   // workloads::quiet_nodes); its representative's calls on them are not replayed here.
   void leave_out(std::vector<bool> communicator_slots, std::vector<bool> peer_slots);
+  // A follower in an echo node (workloads::echo_nodes): per op of its program, whether its
+  // representative makes the call alone (CollectiveEngine::echo); those it does not replay.
+  void leave_out_echoed(std::shared_ptr<const std::vector<bool>> ops);
   // A follower: every op it issued completed and matched its representative's.
   bool in_step() const { return replaying_ == 0 && unmatched_.empty(); }
 
@@ -123,6 +126,7 @@ class CommandProcessor : public sc_core::sc_module {
   CommandProcessor* leader_ = nullptr;
   std::vector<CommandProcessor*> followers_;
   std::vector<bool> quiet_communicators_, quiet_peers_;  // a follower's slots left out
+  std::shared_ptr<const std::vector<bool>> echoed_;       // a follower's ops left out (echoes)
   SymmetryMonitor* symmetry_ = nullptr;
   struct Unmatched {
     sc_core::sc_time at;

@@ -56,7 +56,8 @@ void Gpu::flow_arrived(uint32_t, tlm::tlm_generic_payload& gp) {
 }
 
 void Gpu::check_destination(tlm::tlm_generic_payload& gp) const {
-  if (protocol::fabric_transfer(gp).destination != static_cast<uint32_t>(rank_))
+  const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
+  if ((t.echo ? t.source : t.destination) != static_cast<uint32_t>(rank_))  // an echo comes back
     throw std::runtime_error(std::string(name()) + ": received a chunk for GPU " +
                              std::to_string(protocol::fabric_transfer(gp).destination));
 }

@@ -48,6 +48,7 @@ class Gpu : public sc_core::sc_module,
   CommandProcessor& command_processor() { return *command_processor_; }
   const CommandProcessor& command_processor() const { return *command_processor_; }
   const CollectiveEngine& collectives() const { return *collectives_; }
+  CollectiveEngine& collectives() { return *collectives_; }
   const ComputeEngine& compute_engine() const { return *compute_; }
   // The compute model that times this GPU's kernels (null: the roofline). Not owned.
   void set_kernel_timer(const KernelTimer* timer) { compute_->set_kernel_timer(timer); }

@@ -18,7 +18,7 @@ using cli_testing::tessera;
 struct Outcome {
   double iteration_s = 0;
   size_t gpus = 0, simulated = 0;
-  int quiet_nodes = 0;
+  int quiet_nodes = 0, echo_nodes = 0;
   std::map<std::string, double> link_bytes;
   std::string err;
 };
@@ -36,6 +36,7 @@ Outcome run(const std::string& args, const std::string& symmetry) {
   out.gpus = j["ranks"].size();
   out.simulated = j["simulation"]["gpus_simulated"].get<size_t>();
   out.quiet_nodes = j["simulation"].value("quiet_nodes", 0);
+  out.echo_nodes = j["simulation"].value("echo_nodes", 0);
   for (const auto& link : j["links"]) out.link_bytes[link["name"].get<std::string>()] = link["bytes"].get<double>();
   return out;
 }
@@ -45,6 +46,7 @@ struct Case {
   std::string args;
   bool replays;  // whether the replay holds (else the run is made in full)
   int quiet_nodes = 0;  // nodes whose calls among their GPUs are left out
+  int echo_nodes = 0;   // nodes whose simulated GPU makes their calls among their GPUs alone
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -63,7 +65,8 @@ TEST_P(Symmetry, SameReportAsEveryGpuSimulated) {
     EXPECT_LT(on.simulated, on.gpus / 4) << "the replicas should replay";
     EXPECT_EQ(on.err.find("drifted apart"), std::string::npos) << on.err;
     EXPECT_EQ(on.quiet_nodes, c.quiet_nodes);
-    // Every link carried what it carries in the full run, quiet nodes' links included.
+    EXPECT_EQ(on.echo_nodes, c.echo_nodes);
+    // Every link carried what it carries in the full run, quiet and echo nodes' links included.
     ASSERT_EQ(on.link_bytes.size(), off.link_bytes.size());
     for (const auto& [name, bytes] : off.link_bytes)
       EXPECT_LE(std::abs(on.link_bytes.at(name) - bytes), 0.005 * bytes) << name;
@@ -86,6 +89,10 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"oversubscribed_fat_tree", "--platform dgx-a100 --nodes 6 --set network.oversubscription=3 --tp 4 "
                                         "--pp 2 --dp 6 --global-batch 24" + kSmall, true},
         Case{"multi_rail", "--platform hgx-h200 --nodes 4 --tp 8 --pp 2 --dp 2 --global-batch 16" + kSmall, true, 2},
+        // Each node one stage's tensor-parallel group: nodes 0 and 1 echo their rings (hidden 4096:
+        // all-reduces of 16 MiB, rings; the gradient norm's small one a tree), 2 and 3 are quiet.
+        Case{"tensor_parallel_nodes", "--platform dgx-a100 --nodes 4 --tp 8 --pp 2 --dp 2 --global-batch 16 --model "
+                                      "gpt3-1.3b --layers 4 --hidden 4096 --heads 32 --micro-batch 1", true, 2, 2},
         Case{"torus", "--platform torus-3d --nodes 8 --set 'network.torus_dims=[2, 2, 2]' --tp 4 --pp 2 --dp 8 "
                       "--global-batch 16" + kSmall, true},
         // Uneven placement on an oversubscribed tree: replicas' transfers share uplinks unequally.

@@ -122,5 +122,34 @@ TEST(QuietNodes, ANodeUnlikeEverySimulatedOneKeepsItsCalls) {
   EXPECT_EQ(quiet_nodes(job, find_replicas(job), 3).quiet, 0);
 }
 
+// Two GPUs per node: nodes 0 and 1 hold a simulated GPU (0, 2) and its follower (1, 3), and
+// their tp pair is the whole node: echo nodes. Nodes 2 and 3 hold no simulated GPU.
+TEST(EchoNodes, ASimulatedGpuAndItsFollowersWithCallsOfTheWholeNode) {
+  const Job job = pipeline_job();
+  const EchoNodes e = echo_nodes(job, find_replicas(job), 2);
+  EXPECT_EQ(e.echo, 2);
+  EXPECT_EQ(e.simulated, (std::vector<int>{0, 2, -1, -1}));
+  // Slots: tp (the node's), dp (across nodes).
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(e.communicators[size_t(r)], (std::vector<bool>{true, false})) << r;
+  for (int r = 4; r < 8; ++r) EXPECT_TRUE(e.communicators[size_t(r)].empty()) << r;
+}
+
+TEST(EchoNodes, TwoSimulatedGpusOrSendsInTheNodeOrAPartOfItKeepTheirCalls) {
+  const Job job = pipeline_job();
+  // Four GPUs per node: node 0 holds ranks 0 and 2, both simulated, and sends between them.
+  EXPECT_EQ(echo_nodes(job, find_replicas(job), 4).echo, 0);
+  // A communicator of rank 0 alone lies in node 0 without holding all of it.
+  Job part = pipeline_job();
+  part.communicators.push_back({"self", {0}});
+  part.ranks[0].communicators.push_back(int(part.communicators.size()) - 1);
+  const EchoNodes e = echo_nodes(part, find_replicas(part), 2);
+  EXPECT_EQ(e.simulated, (std::vector<int>{-1, 2, -1, -1}));
+  EXPECT_EQ(e.echo, 1);
+  // The tp pair named at another slot by the follower: not the same call at each GPU's slot.
+  Job swapped = pipeline_job();
+  std::swap(swapped.ranks[1].communicators[0], swapped.ranks[1].communicators[1]);
+  EXPECT_EQ(echo_nodes(swapped, find_replicas(swapped), 2).simulated, (std::vector<int>{-1, 2, -1, -1}));
+}
+
 }  // namespace
 }  // namespace tessera::workloads
