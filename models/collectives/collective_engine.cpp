@@ -503,13 +503,12 @@ void CollectiveEngine::deliver_finished() {
 void CollectiveEngine::start_send(tlm::tlm_generic_payload& call) {
   const protocol::CollectiveEvent& e = protocol::collective_event(call);
   const uint64_t flow = key(uint64_t(e.peer), e.tag);
-  Instance& inst = sends_[flow];
-  inst.call = &call;
-  inst.kind = CollectiveOp::Send;
+  Send& send = sends_[flow];
+  send.call = &call;
   // Steady state: the message is one flow.
   const uint64_t chunk_bytes = config_.steady_state ? kMaxChunkBytes : config_.chunk_bytes;
-  inst.sends_expected = ceil_div(e.bytes, chunk_bytes);
-  for (uint32_t j = 0; j < inst.sends_expected; ++j) {
+  send.expected = ceil_div(e.bytes, chunk_bytes);
+  for (uint32_t j = 0; j < send.expected; ++j) {
     tlm::tlm_generic_payload* gp = pool_.acquire();
     protocol::FabricTransfer& t = protocol::fabric_transfer(*gp);
     t.source = static_cast<uint32_t>(rank_);
@@ -535,12 +534,13 @@ void CollectiveEngine::start_send(tlm::tlm_generic_payload& call) {
 
 void CollectiveEngine::start_receive(tlm::tlm_generic_payload& call) {
   const protocol::CollectiveEvent& e = protocol::collective_event(call);
-  PointToPoint& p2p = receives_[key(uint64_t(e.peer), e.tag)];
+  const uint64_t k = key(uint64_t(e.peer), e.tag);
+  PointToPoint& p2p = receives_[k];
   p2p.receives.push_back(&call);
-  match_receives(p2p);
+  match_receives(k, p2p);
 }
 
-void CollectiveEngine::match_receives(PointToPoint& p2p) {
+void CollectiveEngine::match_receives(uint64_t k, PointToPoint& p2p) {
   while (!p2p.receives.empty()) {
     tlm::tlm_generic_payload* call = p2p.receives.front();
     const uint64_t need = protocol::collective_event(*call).bytes;
@@ -549,16 +549,18 @@ void CollectiveEngine::match_receives(PointToPoint& p2p) {
     p2p.receives.erase(p2p.receives.begin());
     finish(call);
   }
+  if (p2p.available == 0) receives_.erase(k);  // (a message's tag: most are used once)
 }
 
 void CollectiveEngine::chunk_arrived(tlm::tlm_generic_payload& gp) {
   const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
   bytes_received_ += t.bytes;
   if (t.purpose == TransferPurpose::PointToPoint) {
-    PointToPoint& p2p = receives_[key(t.source, t.step)];
+    const uint64_t k = key(t.source, t.step);
+    PointToPoint& p2p = receives_[k];
     p2p.available += t.bytes;
     gp.release();
-    match_receives(p2p);
+    match_receives(k, p2p);
     return;
   }
   Instance& inst = instance(t.flow);
@@ -601,12 +603,12 @@ void CollectiveEngine::delayed(tlm::tlm_generic_payload& gp, const tlm::tlm_phas
 void CollectiveEngine::packet_left(tlm::tlm_generic_payload& gp) {
   const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
   if (t.purpose == TransferPurpose::PointToPoint) {
-    Instance& inst = sends_[t.flow];
-    ++inst.sends_done;
-    if (!inst.finishing && inst.sends_done == inst.sends_expected) {
-      inst.finishing = true;
+    Send& send = sends_[t.flow];
+    ++send.done;
+    if (!send.finishing && send.done == send.expected) {
+      send.finishing = true;
       finished_flows_.push_back(t.flow | (uint64_t(1) << 63));
-      finish(inst.call);
+      finish(send.call);
     }
     return;
   }

@@ -187,6 +187,12 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
     uint64_t available = 0;       // bytes arrived and not yet claimed by a receive
     std::vector<tlm::tlm_generic_payload*> receives;  // waiting receives, in issue order
   };
+  // A send in flight: its chunks left and to leave.
+  struct Send {
+    tlm::tlm_generic_payload* call = nullptr;
+    uint64_t expected = 0, done = 0;
+    bool finishing = false;
+  };
 
   tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
                                      sc_core::sc_time& delay);
@@ -212,7 +218,9 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
                   const Transfer& to, uint32_t chunk);
   void received(uint64_t flow, Instance& inst, uint32_t step);
   void check_done(uint64_t flow, Instance& inst);
-  void match_receives(PointToPoint& p2p);
+  // Completes the receives the bytes arrived from a peer cover; forgets the peer's tag once
+  // nothing waits and nothing is left over.
+  void match_receives(uint64_t key, PointToPoint& p2p);
   // The instance of a flow (made on first use), and its removal once the call is done.
   Instance& instance(uint64_t flow);
   void forget(uint64_t flow);
@@ -253,7 +261,7 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   // call shape many times, and planning (the tuner's choice, the schedule, its steady state)
   // is most of what a call costs the simulator.
   std::map<std::pair<uint64_t, uint64_t>, Instance> planned_;
-  std::unordered_map<uint64_t, Instance> sends_;            // by (peer, tag)
+  std::unordered_map<uint64_t, Send> sends_;                // by (peer, tag)
   std::unordered_map<uint64_t, PointToPoint> receives_;     // by (source, tag)
   std::vector<tlm::tlm_generic_payload*> finished_;
   std::vector<uint64_t> finished_flows_;
