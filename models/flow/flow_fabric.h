@@ -143,7 +143,7 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   const MaxMinFairShare& share() const { return share_; }
 
  private:
-  struct LinkState {
+  struct alignas(64) LinkState {  // one cache line: a spread flow reads and counts dozens
     FlowLink spec;
     double bytes = 0.0;   // fractional where flows spread over equal-cost links
     double chunks = 0.0;

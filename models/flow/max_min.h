@@ -90,20 +90,23 @@ class MaxMinFairShare {
     bool active = false;
     bool fixed = false;
   };
-  struct Link {
+  // What a flow's start and end change (its members, demand and mark) comes first, in one
+  // cache line: a flow spread over a network's paths touches dozens of links, each a wait on
+  // memory.
+  struct alignas(64) Link {
+    std::vector<Member> members;
     double capacity = 0.0;
     double demand = 0.0;    // sum over members of weight x bound: below capacity, it is slack
+    uint32_t dirty_mark = 0;
     bool was_tight = false; // tight at the last recompute that saw it change
-    std::vector<Member> members;
+    bool stale = false;      // its flows changed since its level was placed in the heap
     // Scratch of the recompute that visits the link.
-    double residual = 0.0;
-    double weight = 0.0;     // sum of the weights of unfixed member flows
-    double level = 0.0;      // residual / weight: where it fills
     uint32_t unfixed = 0;
     uint32_t heap_slot = 0;
     uint32_t mark = 0;       // epoch of the last recompute that visited it
-    bool stale = false;      // its flows changed since its level was placed in the heap
-    uint32_t dirty_mark = 0;
+    double residual = 0.0;
+    double weight = 0.0;     // sum of the weights of unfixed member flows
+    double level = 0.0;      // residual / weight: where it fills
   };
 
   void touch(uint32_t link);
