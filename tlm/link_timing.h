@@ -27,9 +27,16 @@ struct LinkTiming {
   // `protocol_factor` scales the wire bytes for a protocol that sends flags with the data
   // (NCCL LL: 2, LL128: 128/120).
   sc_core::sc_time serialization(uint64_t bytes, double protocol_factor = 1.0) const {
-    const double ps =
-        std::ceil(wire_bytes(bytes) * protocol_factor * 1e12 / bandwidth_bytes_per_s);
-    return sc_core::sc_time::from_value(static_cast<sc_dt::uint64>(ps));
+    return sc_core::sc_time::from_value(serialization_ps(bytes, protocol_factor));
+  }
+  // The same, in picoseconds (a flow fabric adds up millions).
+  sc_dt::uint64 serialization_ps(uint64_t bytes, double protocol_factor = 1.0) const {
+    return static_cast<sc_dt::uint64>(std::ceil(wire_bytes(bytes) * protocol_factor * 1e12 / bandwidth_bytes_per_s));
+  }
+  // Whether a chunk costs the same on both links (the links of a network tier).
+  bool same_cost(const LinkTiming& o) const {
+    return bandwidth_bytes_per_s == o.bandwidth_bytes_per_s && packet_overhead_bytes == o.packet_overhead_bytes &&
+           max_packet_payload_bytes == o.max_packet_payload_bytes;
   }
   // Payload bandwidth achieved by back-to-back chunks of `bytes`.
   double effective_bandwidth(uint64_t bytes) const {

@@ -53,6 +53,7 @@ FlowFabric::FlowFabric(sc_core::sc_module_name name, const PathProvider& paths, 
   links_.resize(count);
   for (uint32_t id = 0; id < count; ++id) {
     links_[id].spec = paths_.link(id);
+    links_[id].latency_s = (links_[id].spec.timing.latency + links_[id].spec.hop_latency).to_seconds();
     const double bandwidth = links_[id].spec.timing.bandwidth_bytes_per_s;
     if (!(bandwidth > 0.0))
       throw std::invalid_argument(std::string(this->name()) + ": link " + std::to_string(id) +
@@ -109,15 +110,21 @@ void FlowFabric::start(tlm::tlm_generic_payload& gp, PacketSource& source, uint3
   double spread_latency_s = 0.0;                       // of those it spreads over
   hop_links_.clear();
   hop_weights_.clear();
+  const protocol::LinkTiming* last = nullptr;
+  double wire = 0.0;
   for (size_t i = 0; i < path_.size(); ++i) {
     const uint32_t l = path_[i];
     if (!forbidden_.empty() && forbidden_[l]) crossed_(l);
-    const FlowLink& spec = links_.at(l).spec;
+    const LinkState& link = links_.at(l);
+    const FlowLink& spec = link.spec;
     const double share = PathProvider::share(shares_, i);
     // Spread over equal-cost paths: the mean of their latencies.
     if (share == 1.0) latency += spec.timing.latency + spec.hop_latency;
-    else spread_latency_s += share * (spec.timing.latency + spec.hop_latency).to_seconds();
-    const double wire = spec.timing.wire_bytes(t.bytes) * t.wire_factor;
+    else spread_latency_s += share * link.latency_s;
+    if (last == nullptr || !spec.timing.same_cost(*last)) {  // a spread path's links mostly cost alike
+      last = &spec.timing;
+      wire = spec.timing.wire_bytes(t.bytes) * t.wire_factor;
+    }
     if (size == 0.0 || wire == 0.0) continue;  // costs this link nothing
     hop_links_.push_back(l);
     hop_weights_.push_back(share * wire / size);
@@ -226,13 +233,19 @@ void FlowFabric::finish(uint32_t id, sc_dt::uint64 now) {
 
 void FlowFabric::carried(const std::vector<uint32_t>& path, const std::vector<double>& shares, uint64_t bytes,
                          float wire_factor) {
+  const protocol::LinkTiming* last = nullptr;  // a spread path's links mostly cost alike
+  sc_dt::uint64 busy = 0;
   for (size_t i = 0; i < path.size(); ++i) {
     LinkState& link = links_[path[i]];
     const double share = PathProvider::share(shares, i);
     link.bytes += share * double(bytes);
     link.chunks += share;
-    const sc_core::sc_time busy = link.spec.timing.serialization(bytes, wire_factor);
-    link.busy += share == 1.0 ? busy : busy * share;
+    // LinkTiming::serialization, and sc_time's product with a share, in the time's own value.
+    if (last == nullptr || !link.spec.timing.same_cost(*last)) {
+      last = &link.spec.timing;
+      busy = last->serialization_ps(bytes, wire_factor);
+    }
+    link.busy += share == 1.0 ? busy : static_cast<sc_dt::uint64>(static_cast<double>(busy) * share + 0.5);
   }
 }
 

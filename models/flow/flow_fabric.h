@@ -128,7 +128,7 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   const FlowLink& link(uint32_t id) const { return links_[id].spec; }
   uint64_t bytes_carried(uint32_t link) const { return static_cast<uint64_t>(std::llround(links_[link].bytes)); }
   uint64_t chunks_carried(uint32_t link) const { return static_cast<uint64_t>(std::llround(links_[link].chunks)); }
-  sc_core::sc_time busy_time(uint32_t link) const { return links_[link].busy; }
+  sc_core::sc_time busy_time(uint32_t link) const { return sc_core::sc_time::from_value(links_[link].busy); }
 
   // Counters: flows started, flows whose last byte was sent, chunks delivered, rate updates.
   uint64_t flows_started() const { return started_; }
@@ -145,9 +145,10 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
  private:
   struct alignas(64) LinkState {  // one cache line: a spread flow reads and counts dozens
     FlowLink spec;
+    double latency_s = 0.0;  // spec's latency and hop latency, seconds
     double bytes = 0.0;   // fractional where flows spread over equal-cost links
     double chunks = 0.0;
-    sc_core::sc_time busy;
+    sc_dt::uint64 busy = 0;  // sc_time value
   };
   struct Flow {               // by allocator flow id
     tlm::tlm_generic_payload* gp = nullptr;
