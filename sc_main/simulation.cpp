@@ -245,19 +245,35 @@ bool rings_apart(const platforms::RoutedPaths& paths, const std::vector<int>& ri
   return true;
 }
 
+// The one ring of the slots `echoed` (their communicators' members in ring order), or null
+// where they name rings of different orders (two rings at once would share the node's links
+// between the members of one and of the other) or one whose members' transfers share links.
+const std::vector<int>* echoed_ring(const platforms::Platform& platform, const workloads::Job& job,
+                                    const workloads::Rank& rank, const std::vector<bool>& echoed) {
+  const std::vector<int>* ring = nullptr;
+  for (size_t slot = 0; slot < echoed.size(); ++slot) {
+    if (!echoed[slot]) continue;
+    const std::vector<int>& members = job.communicators[size_t(rank.communicators[slot])].ranks;
+    if (ring != nullptr && members != *ring) return nullptr;
+    ring = &members;
+  }
+  return ring != nullptr && rings_apart(*platform.flow_paths(), *ring) ? ring : nullptr;
+}
+
 // Per op of `rank`'s program, whether it is a call on the slots `echoed` that the rank can make
-// for every member (CollectiveEngine::echoes: a ring in flow fidelity, the others' calls as
-// usual); none where a slot's ring does not give each member's transfer links of its own.
+// for every member (CollectiveEngine::echoes: a ring in flow fidelity; the others' calls are
+// made as usual, by every member). None where the slots' ring is not one the rank can echo, or
+// where a call made as usual may run beside an echoed one (they are on different streams): its
+// transfers would share the node's links with the echoes' images, which do not run.
 std::shared_ptr<std::vector<bool>> echoed_calls(const platforms::Platform& platform, const workloads::Job& job,
                                                 const workloads::Rank& rank, const std::vector<bool>& echoed) {
-  for (size_t slot = 0; slot < echoed.size(); ++slot)
-    if (echoed[slot] && !rings_apart(*platform.flow_paths(), job.communicators[size_t(rank.communicators[slot])].ranks))
-      return nullptr;
+  if (echoed_ring(platform, job, rank, echoed) == nullptr) return nullptr;
   const models::CollectiveEngine& engine = platform.gpu(size_t(rank.rank)).collectives();
   std::map<std::tuple<int, uint64_t, int, int, int>, bool> checked;  // (slot, bytes, kind, algorithm, protocol)
   const std::vector<workloads::Op>& ops = rank.program->ops;
   auto out = std::make_shared<std::vector<bool>>(ops.size(), false);
-  bool any = false;
+  std::set<uint16_t> streams;  // of the calls on the slots
+  bool any = false, all = true;
   protocol::CollectiveEvent e;
   for (uint32_t i = 0; i < ops.size(); ++i) {
     const workloads::Op& op = ops[i];
@@ -268,8 +284,10 @@ std::shared_ptr<std::vector<bool>> echoed_calls(const platforms::Platform& platf
     if (fresh) it->second = engine.echoes(e);
     (*out)[i] = it->second;
     any = any || it->second;
+    all = all && it->second;
+    streams.insert(op.stream);
   }
-  return any ? out : nullptr;
+  return any && (all || streams.size() == 1) ? out : nullptr;
 }
 
 // Echo nodes (workloads::echo_nodes) whose rings among their GPUs give each member links of its
