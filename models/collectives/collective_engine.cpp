@@ -119,7 +119,8 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
   const auto& ranks = job_.communicators[e.communicator].ranks;
   const CommunicatorShape& shape = communicators_->shape(e.communicator);
   const int n = static_cast<int>(ranks.size());
-  const int p = memberships_[membership(e.communicator)].position;
+  const size_t member = membership(e.communicator);
+  const int p = memberships_[member].position;
   inst.kind = e.kind;
   inst.choice = choice(e);
   const int C = std::max(1, inst.choice.channels);
@@ -182,8 +183,7 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
     }
   }
   if (config_.steady_state) steady_state(inst);
-  const long m = echoed_.empty() ? -1 : find_membership(e.communicator);
-  if (m >= 0 && echoed_[size_t(m)] && echoes(e)) {
+  if (!echoed_.empty() && echoed_[member] && echoes(e)) {
     // A ring's members are each other's images: what this rank receives from the member before
     // it is what it sends to the one after (its own transfers, handed back: echo()).
     if (phases.size() != 1) throw std::logic_error(std::string(name()) + ": an echoed ring of several phases");
@@ -604,9 +604,7 @@ void CollectiveEngine::packet_left(tlm::tlm_generic_payload& gp) {
   const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
   if (t.purpose == TransferPurpose::PointToPoint) {
     Send& send = sends_[t.flow];
-    ++send.done;
-    if (!send.finishing && send.done == send.expected) {
-      send.finishing = true;
+    if (++send.done == send.expected) {  // (once: each chunk leaves once)
       finished_flows_.push_back(t.flow | (uint64_t(1) << 63));
       finish(send.call);
     }

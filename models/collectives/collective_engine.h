@@ -191,7 +191,6 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   struct Send {
     tlm::tlm_generic_payload* call = nullptr;
     uint64_t expected = 0, done = 0;
-    bool finishing = false;
   };
 
   tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
