@@ -153,7 +153,7 @@ void FlowFabric::start(tlm::tlm_generic_payload& gp, PacketSource& source, uint3
     double chunk = 0.0;
     for (size_t i = 0; i < path_.size(); ++i)
       chunk += PathProvider::share(shares_, i) *
-               double(links_[path_[i]].spec.timing.serialization(t.step_chunk_bytes, t.wire_factor).value());
+               double(links_[path_[i]].spec.timing.serialization_ps(t.step_chunk_bytes, t.wire_factor));
     const sc_dt::uint64 step = f.latency + t.step_latency + static_cast<sc_dt::uint64>(std::llround(chunk));
     f.earliest += step * t.steps - t.step_latency;
   }
