@@ -180,6 +180,7 @@ void follow_replicas(platforms::Platform& platform, const workloads::Replicas& r
 struct QuietLinks {
   workloads::QuietNodes nodes;
   std::vector<uint32_t> between_gpus;
+  bool apart = false;  // the links between GPUs carry no traffic through the node's gateways
   // Calls f(link, its mirror's link) for each quiet node's link between GPUs (flow fabric ids).
   template <typename F>
   void for_each(const platforms::RoutedPaths& paths, F&& f) const {
@@ -207,7 +208,9 @@ QuietLinks leave_out_quiet_calls(platforms::Platform& platform, const workloads:
                                  const workloads::Replicas& replicas, SymmetryWatch& watch) {
   QuietLinks quiet;
   models::FlowFabric* fabric = platform.flow_fabric();
-  if (fabric == nullptr || !links_between_gpus(platform, quiet.between_gpus)) return quiet;
+  if (fabric == nullptr) return quiet;
+  quiet.apart = links_between_gpus(platform, quiet.between_gpus);
+  if (!quiet.apart) return quiet;
   quiet.nodes = workloads::quiet_nodes(job, replicas, int(platform.routing().topology().node.gpus));
   if (quiet.nodes.quiet == 0) return quiet;
   const platforms::RoutedPaths& paths = *platform.flow_paths();
@@ -292,11 +295,11 @@ std::shared_ptr<std::vector<bool>> echoed_calls(const platforms::Platform& platf
 
 // Echo nodes (workloads::echo_nodes) whose rings among their GPUs give each member links of its
 // own: the simulated GPU makes those rings alone (CollectiveEngine::echo), its followers leave
-// them out. Returns the echo nodes; `echoing` marks their followers.
+// them out. Only where the links between a node's GPUs carry nothing through its gateways
+// (`quiet.apart`, found for quiet nodes). Returns the echo nodes; `echoing` marks their followers.
 int echo_node_calls(platforms::Platform& platform, const workloads::Job& job, const workloads::Replicas& replicas,
-                    std::vector<bool>& echoing) {
-  std::vector<uint32_t> between;
-  if (platform.flow_fabric() == nullptr || !links_between_gpus(platform, between)) return 0;
+                    const QuietLinks& quiet, std::vector<bool>& echoing) {
+  if (!quiet.apart) return 0;
   const size_t g = platform.routing().topology().node.gpus;
   const workloads::EchoNodes nodes = workloads::echo_nodes(job, replicas, int(g));
   int echo = 0;
@@ -405,7 +408,7 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
   if (symmetric) {
     follow_replicas(platform, replicas, watch);
     quiet = leave_out_quiet_calls(platform, job, replicas, watch);
-    echo_nodes = echo_node_calls(platform, job, replicas, echoing);
+    echo_nodes = echo_node_calls(platform, job, replicas, quiet, echoing);
   }
   for (const workloads::Rank& rank : job.ranks) {
     models::Gpu& gpu = platform.gpu(rank.rank);

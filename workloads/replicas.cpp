@@ -181,10 +181,10 @@ EchoNodes echo_nodes(const Job& job, const Replicas& replicas, int gpus_per_node
     const int rep = crowded[node] ? -1 : lone_representative(replicas, node * g, g);
     if (rep < 0) continue;
     bool echo = true, any = false;
+    const std::vector<int>& own = job.ranks[size_t(rep)].communicators;
     for (size_t r = node * g; r < (node + 1) * g && echo; ++r) {
       const Rank& rank = job.ranks[r];
       for (int peer : rank.peers) echo = echo && !shapes.internal_peer(rank.rank, peer);
-      const std::vector<int>& own = job.ranks[size_t(rep)].communicators;
       for (size_t slot = 0; slot < rank.communicators.size(); ++slot) {
         const int c = rank.communicators[slot];
         if (!shapes.internal_communicator(c)) continue;
@@ -196,8 +196,7 @@ EchoNodes echo_nodes(const Job& job, const Replicas& replicas, int gpus_per_node
     if (!echo || !any) continue;
     e.simulated[node] = rep;
     ++e.echo;
-    for (size_t r = node * g; r < (node + 1) * g; ++r)
-      for (int c : job.ranks[r].communicators) e.communicators[r].push_back(shapes.whole_node(c));
+    for (int c : own) e.communicators[size_t(rep)].push_back(shapes.whole_node(c));
   }
   return e;
 }

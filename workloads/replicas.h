@@ -62,8 +62,9 @@ QuietNodes quiet_nodes(const Job& job, const Replicas& replicas, int gpus_per_no
 //    and each GPU names it at the same slot as the simulated GPU.
 struct EchoNodes {
   std::vector<int> simulated;  // per node: its simulated GPU, or -1 where it is no echo node
-  // Per rank, per slot: a call on a communicator of the whole echo node (the simulated GPU
-  // echoes it, its followers leave it out).
+  // Per rank, per slot, for an echo node's simulated GPU (empty for every other rank): a call on
+  // a communicator of the whole node, which it echoes (each follower names it at the same slot
+  // and leaves it out).
   std::vector<std::vector<bool>> communicators;
   int echo = 0;  // echo nodes
 };

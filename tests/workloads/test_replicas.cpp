@@ -129,9 +129,9 @@ TEST(EchoNodes, ASimulatedGpuAndItsFollowersWithCallsOfTheWholeNode) {
   const EchoNodes e = echo_nodes(job, find_replicas(job), 2);
   EXPECT_EQ(e.echo, 2);
   EXPECT_EQ(e.simulated, (std::vector<int>{0, 2, -1, -1}));
-  // Slots: tp (the node's), dp (across nodes).
-  for (int r = 0; r < 4; ++r) EXPECT_EQ(e.communicators[size_t(r)], (std::vector<bool>{true, false})) << r;
-  for (int r = 4; r < 8; ++r) EXPECT_TRUE(e.communicators[size_t(r)].empty()) << r;
+  // The simulated GPUs' slots: tp (the node's), dp (across nodes); nothing for the others.
+  for (int r : {0, 2}) EXPECT_EQ(e.communicators[size_t(r)], (std::vector<bool>{true, false})) << r;
+  for (int r : {1, 3, 4, 5, 6, 7}) EXPECT_TRUE(e.communicators[size_t(r)].empty()) << r;
 }
 
 TEST(EchoNodes, TwoSimulatedGpusOrSendsInTheNodeOrAPartOfItKeepTheirCalls) {
