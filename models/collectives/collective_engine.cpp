@@ -491,24 +491,26 @@ void CollectiveEngine::deliver_finished() {
     else forget(flow);
   }
   finished_flows_.clear();
-  std::vector<tlm::tlm_generic_payload*> calls;
-  calls.swap(finished_);
-  for (tlm::tlm_generic_payload* call : calls) {
+  // (A completion may finish more calls: they go to finished_, delivered in the next delta.)
+  delivering_.swap(finished_);
+  for (tlm::tlm_generic_payload* call : delivering_) {
     tlm::tlm_phase phase = tlm::BEGIN_RESP;
     sc_time delay = sc_core::SC_ZERO_TIME;
     socket->nb_transport_bw(*call, phase, delay);
   }
+  delivering_.clear();
 }
 
 void CollectiveEngine::start_send(tlm::tlm_generic_payload& call) {
   const protocol::CollectiveEvent& e = protocol::collective_event(call);
   const uint64_t flow = key(uint64_t(e.peer), e.tag);
-  Send& send = sends_[flow];
-  send.call = &call;
   // Steady state: the message is one flow.
   const uint64_t chunk_bytes = config_.steady_state ? kMaxChunkBytes : config_.chunk_bytes;
-  send.expected = ceil_div(e.bytes, chunk_bytes);
-  for (uint32_t j = 0; j < send.expected; ++j) {
+  const uint64_t chunks = ceil_div(e.bytes, chunk_bytes);
+  Send& send = sends_[flow];  // (no reference kept past here: an injection may start another)
+  send.call = &call;
+  send.expected = chunks;
+  for (uint32_t j = 0; j < chunks; ++j) {
     tlm::tlm_generic_payload* gp = pool_.acquire();
     protocol::FabricTransfer& t = protocol::fabric_transfer(*gp);
     t.source = static_cast<uint32_t>(rank_);

@@ -45,6 +45,7 @@
 #include <systemc>
 
 #include "models/collectives/communicator_table.h"
+#include "models/collectives/few_by_key.h"
 #include "models/collectives/schedule.h"
 #include "models/collectives/tuner.h"
 #include "models/link/fabric_port.h"
@@ -260,9 +261,10 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   // call shape many times, and planning (the tuner's choice, the schedule, its steady state)
   // is most of what a call costs the simulator.
   std::map<std::pair<uint64_t, uint64_t>, Instance> planned_;
-  std::unordered_map<uint64_t, Send> sends_;                // by (peer, tag)
-  std::unordered_map<uint64_t, PointToPoint> receives_;     // by (source, tag)
+  FewByKey<Send> sends_;                // by (peer, tag)
+  FewByKey<PointToPoint> receives_;     // by (source, tag)
   std::vector<tlm::tlm_generic_payload*> finished_;
+  std::vector<tlm::tlm_generic_payload*> delivering_;  // deliver_finished's (keeps its capacity)
   std::vector<uint64_t> finished_flows_;
   sc_core::sc_event finished_event_;
   protocol::PayloadEventQueue<CollectiveEngine> peq_;  // launch and step latencies

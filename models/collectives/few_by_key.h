@@ -1,0 +1,45 @@
+// A few values by a 64-bit key, kept in one vector and searched in turn: a rank has a handful of
+// point-to-point messages in flight, and the node-based hash table it replaces cost two waits
+// on memory per lookup (a rank's state leaves the caches between its events). Erasing moves the
+// last entry into the gap, so the order of the entries is the order of the calls, never of
+// addresses or hashes.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace tessera::models {
+
+template <typename Value>
+class FewByKey {
+ public:
+  // The value of `key`, made (value-initialized) where there is none. Valid until the next
+  // call that adds or erases an entry.
+  Value& operator[](uint64_t key) {
+    if (Value* v = find(key)) return *v;
+    entries_.emplace_back(key, Value{});
+    return entries_.back().second;
+  }
+  Value* find(uint64_t key) {
+    for (auto& e : entries_)
+      if (e.first == key) return &e.second;
+    return nullptr;
+  }
+  void erase(uint64_t key) {
+    for (size_t i = 0; i < entries_.size(); ++i)
+      if (entries_[i].first == key) {
+        if (i + 1 != entries_.size()) entries_[i] = std::move(entries_.back());
+        entries_.pop_back();
+        return;
+      }
+  }
+  size_t size() const { return entries_.size(); }
+  auto begin() const { return entries_.begin(); }
+  auto end() const { return entries_.end(); }
+
+ private:
+  std::vector<std::pair<uint64_t, Value>> entries_;
+};
+
+}  // namespace tessera::models
