@@ -66,6 +66,15 @@ uint32_t RoutedPaths::network_link(uint32_t device, uint32_t port) const {
   return 2 * topology_.nodes * node_links_ + topology_.network.graph.directed_link(device, port);
 }
 
+std::vector<bool> RoutedPaths::links_that_cannot_fill(bool in_network_reduction) const {
+  const std::vector<bool> network = routing_.links_that_cannot_fill(in_network_reduction);
+  if (network.empty()) return {};
+  std::vector<bool> out(links_, false);
+  const uint32_t first = 2 * topology_.nodes * node_links_;  // network_link's offset
+  for (uint32_t l = 0; l < network.size(); ++l) out[first + l] = network[l];
+  return out;
+}
+
 uint32_t RoutedPaths::network_switch(uint32_t x) const {
   if (x < topology_.network.gateways)
     throw std::runtime_error("in-network reduction: a member's network port is not cabled to a switch");

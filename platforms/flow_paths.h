@@ -39,6 +39,10 @@ class RoutedPaths : public models::PathProvider {
   uint32_t tree_hop(uint32_t from, uint32_t port, const protocol::FabricTransfer& t,
                     std::vector<uint32_t>& links) const override;
 
+  // The network links no allocation can fill (Routing::links_that_cannot_fill), by link id;
+  // empty where that bound does not apply.
+  std::vector<bool> links_that_cannot_fill(bool in_network_reduction) const;
+
   // The same names and kinds packet mode gives the link's module.
   std::string name(uint32_t id) const;
   LinkKind kind(uint32_t id) const { return graph_link(id).kind; }

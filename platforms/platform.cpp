@@ -241,6 +241,7 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
     flow_paths_ = std::make_unique<RoutedPaths>(
         topology, routing, sc_core::sc_time(config_.node.nics.message_overhead_ns, sc_core::SC_NS));
     flow_fabric_ = std::make_unique<models::FlowFabric>("fabric", *flow_paths_, &pool);
+    flow_fabric_->never_fill(flow_paths_->links_that_cannot_fill(config_.network.in_network_reduction));
     for (auto& gpu : gpus_) {
       flow_fabric_->attach(static_cast<uint32_t>(gpu->rank()), *gpu);
       gpu->set_flow_fabric(*flow_fabric_);

@@ -142,6 +142,15 @@ class Routing {
   static constexpr uint8_t kBetweenGpus = 1, kThroughGateways = 2;
   std::vector<uint8_t> node_link_use() const;
 
+  // Flow fidelity: the network's links between switches that no allocation can fill, whatever
+  // the traffic, because the gateways cannot send or receive enough of what crosses them
+  // (platforms/link_bounds.cpp, docs/fidelity.md "Links that cannot fill"). By the network
+  // graph's directed link (Graph::directed_link); empty where the bound does not apply:
+  // in-network reduction (its flows cross switches outside any spread), network links that
+  // frame packets differently, or more than kMaxBoundPairs pairs of gateway classes to spread.
+  std::vector<bool> links_that_cannot_fill(bool in_network_reduction) const;
+  static constexpr uint64_t kMaxBoundPairs = uint64_t(1) << 20;
+
  private:
   uint32_t node_target(uint32_t node, const protocol::FabricTransfer& t) const;
   uint32_t gateway_uplink(uint32_t gateway_device, uint32_t destination_gateway, uint64_t& turn) const;

@@ -238,6 +238,7 @@ ordered_json report_json(const platforms::PlatformConfig& platform, const worklo
                      {"flows", r.flows}};
   if (!r.fidelity_reason.empty()) j["simulation"]["fidelity_reason"] = r.fidelity_reason;
   if (r.fidelity == platforms::Fidelity::Analytic) j["simulation"]["ranks_costed"] = r.classes;
+  if (r.fidelity == platforms::Fidelity::Flow) j["simulation"]["links_never_filling"] = r.links_never_filling;
   if (r.fidelity != platforms::Fidelity::Analytic)
     j["simulation"]["gpus_simulated"] = r.gpus_simulated > 0 ? size_t(r.gpus_simulated) : r.ranks.size();
   if (r.gpus_simulated > 0) {
@@ -318,6 +319,10 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
     out << "  echo nodes            " << r.echo_nodes
         << " nodes of a simulated GPU and GPUs replaying it: its rings among them ran alone, each transfer standing"
            " for every member's (their links report them all)\n";
+  if (r.links_never_filling > 0)
+    out << "  links never filling   " << r.links_never_filling
+        << " network links between switches carry less than they can whatever the traffic: rates were solved"
+           " without them\n";
   if (!r.fidelity_reason.empty())
     out << "  fidelity              " << platforms::fidelity_name(r.fidelity) << " (" << r.fidelity_reason << ")\n";
   double busiest = 0;

@@ -497,6 +497,7 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
     }
     if (quiet.nodes.quiet > 0) mirror_quiet_links(paths, quiet, result.links, first);
     result.flows = fabric->flows_started();
+    result.links_never_filling = fabric->links_never_filling();
   }
   result.payloads_created = pool.created();
   result.simulated_s = seconds(sc_core::sc_time_stamp());

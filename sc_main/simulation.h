@@ -98,6 +98,8 @@ struct SimulationResult {
   uint64_t transactions = 0;   // fabric hop transactions (one chunk across one link; in flow
                                // fidelity one flow across one link)
   uint64_t flows = 0;          // flow fidelity: flows started
+  uint64_t links_never_filling = 0;  // flow fidelity: network links the allocator left out
+                                     // (Routing::links_that_cannot_fill)
   platforms::Fidelity fidelity = platforms::Fidelity::Packet;
   std::string fidelity_reason;  // SimulationOptions::fidelity_reason
   uint64_t payloads_created = 0;

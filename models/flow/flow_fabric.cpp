@@ -70,6 +70,14 @@ void FlowFabric::forbid(std::vector<bool> links, std::function<void(uint32_t)> c
   crossed_ = std::move(crossed);
 }
 
+void FlowFabric::never_fill(std::vector<bool> links) {
+  if (started_ > 0) throw std::logic_error(std::string(name()) + ": links set never to fill after flows started");
+  never_fill_ = std::move(links);
+  never_fill_.resize(links_.size(), false);
+  never_filling_ = size_t(std::count(never_fill_.begin(), never_fill_.end(), true));
+  if (never_filling_ == 0) never_fill_.clear();
+}
+
 void FlowFabric::attach(uint32_t rank, FlowSink& sink) {
   if (sinks_.size() <= rank) sinks_.resize(rank + 1, nullptr);
   sinks_[rank] = &sink;
@@ -110,6 +118,7 @@ void FlowFabric::start(tlm::tlm_generic_payload& gp, PacketSource& source, uint3
   double spread_latency_s = 0.0;                       // of those it spreads over
   hop_links_.clear();
   hop_weights_.clear();
+  bool left_out = false;
   const protocol::LinkTiming* last = nullptr;
   double wire = 0.0;
   for (size_t i = 0; i < path_.size(); ++i) {
@@ -126,9 +135,16 @@ void FlowFabric::start(tlm::tlm_generic_payload& gp, PacketSource& source, uint3
       wire = spec.timing.wire_bytes(t.bytes) * t.wire_factor;
     }
     if (size == 0.0 || wire == 0.0) continue;  // costs this link nothing
+    if (!never_fill_.empty() && never_fill_[l]) {
+      left_out = true;
+      continue;
+    }
     hop_links_.push_back(l);
     hop_weights_.push_back(share * wire / size);
   }
+  if (left_out && hop_links_.empty())
+    throw std::logic_error(std::string(name()) + ": a flow crossing only links that never fill (from rank " +
+                           std::to_string(t.source) + " to " + std::to_string(t.destination) + ")");
   const uint32_t id = share_.add(hop_links_.data(), hop_weights_.data(), hop_links_.size(), t.rate_cap);
   if (flows_.size() <= id) flows_.resize(id + 1);
   Flow& f = flows_[id];

@@ -121,6 +121,12 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   // calls were left out): `crossed(link)` is called for each flow that does, at its start.
   void forbid(std::vector<bool> links, std::function<void(uint32_t link)> crossed);
 
+  // Links that no allocation can fill (the platform proves it: Routing::links_that_cannot_fill):
+  // the allocator solves rates without them (the same rates: a constraint that the allocation
+  // without it already meets changes nothing), and they keep their counters. Before any flow.
+  void never_fill(std::vector<bool> links);
+  size_t links_never_filling() const { return never_filling_; }
+
   // Per link, like models/link/link.h: payload bytes and chunks of the flows that finished on
   // the link, and busy time (the sum of the serialization times of their wire bytes at the
   // link's full bandwidth, so busy / elapsed is the utilization).
@@ -212,6 +218,8 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   std::vector<uint32_t> done_;
   std::vector<std::pair<tlm::tlm_generic_payload*, PacketSource*>> left_;
   std::vector<bool> forbidden_;      // by link (empty: none)
+  std::vector<bool> never_fill_;     // by link (empty: none)
+  size_t never_filling_ = 0;
   std::function<void(uint32_t)> crossed_;
   std::vector<uint32_t> path_;       // scratch: the path of the flow being injected
   std::vector<double> shares_;       // and its shares (PathProvider::path); start() empties it

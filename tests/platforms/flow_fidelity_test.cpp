@@ -7,7 +7,11 @@
 #include <vector>
 
 #include "sc_main/collective_command.h"
+#include "platforms/flow_paths.h"
+#include "platforms/routing.h"
+#include "platforms/topology.h"
 #include "tests/support/child_process.h"
+#include "tests/support/flow_scenario.h"
 #include "tests/support/jobs.h"
 #include "tests/support/platform_configs.h"
 #include "workloads/workload.h"
@@ -213,6 +217,64 @@ TEST(FlowFidelity, TrainingIterationAgreesWithPacketFidelity) {
   const nlohmann::json flow = simulate(p, job, Fidelity::Flow);
   EXPECT_NEAR(time_of(flow), time_of(packet), 0.03 * time_of(packet));
   EXPECT_LT(flow["transactions"].get<uint64_t>(), packet["transactions"].get<uint64_t>() / 10);
+}
+
+// Links that cannot fill (Routing::links_that_cannot_fill) left out of the allocation change no
+// flow's times and no link's counters: 600 transfers between random nodes, started over 20 us,
+// on trees of two and three tiers that are not oversubscribed (every link between switches left
+// out; on an oversubscribed one none is, tests/platforms/test_link_bounds.cpp).
+nlohmann::json fabric_run(const PlatformConfig& c, bool leave_out) {
+  return run_in_child([&] {
+    const platforms::PlatformGraph g = platforms::generate_topology(c);
+    const platforms::Routing routing(g);
+    const platforms::RoutedPaths paths(g, routing, sc_core::SC_ZERO_TIME);
+    std::vector<testing::Transfer> schedule;
+    uint64_t x = 12345;
+    auto next = [&x](uint64_t n) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      return (x >> 33) % n;
+    };
+    const uint32_t ranks = g.gpu_count();
+    for (int i = 0; i < 600; ++i) {
+      testing::Transfer t;
+      t.start_s = double(i / 30) * 1e-6;
+      t.source = uint32_t(next(ranks));
+      t.destination = uint32_t((t.source + 1 + next(ranks - 1)) % ranks);
+      t.bytes = (1 + next(8)) * 100000 + next(4096);
+      schedule.push_back(t);
+    }
+    testing::FlowScenario scenario("scenario", paths, schedule, ranks);
+    if (leave_out) scenario.fabric.never_fill(paths.links_that_cannot_fill(false));
+    sc_core::sc_start();
+    nlohmann::json r;
+    r["left_out"] = scenario.fabric.links_never_filling();
+    for (const testing::Outcome& o : scenario.outcomes()) {
+      r["left"].push_back(o.left_ps);
+      r["arrived"].push_back(o.arrived_ps);
+    }
+    for (uint32_t l = 0; l < scenario.fabric.links(); ++l) {
+      r["bytes"].push_back(scenario.fabric.bytes_carried(l));
+      r["busy"].push_back(scenario.fabric.busy_time(l).value());
+    }
+    return r;
+  });
+}
+
+TEST(FlowFidelity, LinksThatCannotFillLeftOutChangeNoTime) {
+  for (int tiers : {2, 3}) {
+    const PlatformConfig c = testing::single_gpu_nodes(tiers == 2 ? 24 : 64, platforms::Topology::FatTree, 8, 1.0, tiers);
+    nlohmann::json with = fabric_run(c, true), without = fabric_run(c, false);
+    ASSERT_FALSE(with.contains("error")) << with["error"];
+    ASSERT_FALSE(without.contains("error")) << without["error"];
+    EXPECT_GT(with["left_out"].get<size_t>(), 0u) << tiers;
+    EXPECT_EQ(without["left_out"].get<size_t>(), 0u);
+    for (const char* key : {"left", "arrived", "bytes", "busy"}) {
+      ASSERT_EQ(with[key].size(), without[key].size()) << key;
+      size_t differ = 0;
+      for (size_t i = 0; i < with[key].size(); ++i) differ += with[key][i] != without[key][i];
+      EXPECT_EQ(differ, 0u) << key << " (" << tiers << " tiers)";
+    }
+  }
 }
 
 }  // namespace

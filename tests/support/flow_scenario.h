@@ -73,7 +73,7 @@ class FlowScenario : public sc_core::sc_module,
                      public models::PacketSource,
                      public models::FlowSink {
  public:
-  FlowScenario(sc_core::sc_module_name name, const TablePaths& paths,
+  FlowScenario(sc_core::sc_module_name name, const models::PathProvider& paths,
                std::vector<Transfer> schedule, uint32_t ranks)
       : sc_module(name), fabric("fabric", paths), schedule_(std::move(schedule)),
         outcomes_(schedule_.size()) {
