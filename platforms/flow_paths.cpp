@@ -161,13 +161,34 @@ RoutedPaths::NetworkLeg RoutedPaths::network_leg(uint32_t from, uint32_t to) con
     leg_links_.resize(kMaxLegEntries);  // the scratch past the kept legs
     leg_shares_.resize(kMaxLegEntries);
   }
-  const NetworkLeg leg{static_cast<uint32_t>(leg_links_.size()), static_cast<uint32_t>(spread_.size())};
+  NetworkLeg leg{static_cast<uint32_t>(leg_links_.size()), static_cast<uint32_t>(spread_.size())};
   for (const Routing::Share& s : spread_) {
     leg_links_.push_back(network_link(s.device, s.port));
     leg_shares_.push_back(s.share);
   }
-  if (keep) legs_.emplace(key, leg);
+  if (keep) {
+    leg.id = static_cast<uint32_t>(kept_.size());
+    kept_.push_back(leg);
+    legs_.emplace(key, leg);
+  }
   return leg;
+}
+
+models::PathProvider::Leg RoutedPaths::leg(uint32_t id) const {
+  const NetworkLeg& leg = kept_.at(id);
+  return Leg{leg_links_.data() + leg.first, leg_shares_.data() + leg.first, leg.count};
+}
+
+bool RoutedPaths::to_network(protocol::FabricTransfer& t, std::vector<uint32_t>& links, Ends& ends) const {
+  const NodeTemplate& nt = topology_.node;
+  const uint32_t node = t.source / nt.gpus;
+  if (node_leg(node, t.source % nt.gpus, t, links)) return true;  // within the node
+  const uint32_t per_node = topology_.gateways_per_node();
+  ends.there = t.destination / nt.gpus;
+  ends.entry = routing_.entry_gateway(t);
+  ends.from = node * per_node + t.gateway;
+  ends.to = ends.there * per_node + ends.entry;
+  return false;
 }
 
 // A transfer between nodes spreads over the network's equal-cost ports (Routing::network_spread),
@@ -178,17 +199,33 @@ void RoutedPaths::path(const protocol::FabricTransfer& transfer, std::vector<uin
   links.clear();
   shares.clear();
   protocol::FabricTransfer t = transfer;  // routing writes the chunk's gateway
-  const NodeTemplate& nt = topology_.node;
-  const uint32_t node = t.source / nt.gpus, there = t.destination / nt.gpus;
-  if (node_leg(node, t.source % nt.gpus, t, links)) return;  // within the node
-  const uint32_t per_node = topology_.gateways_per_node();
+  Ends ends;
+  if (to_network(t, links, ends)) return;
   shares.assign(links.size(), 1.0);
-  const uint32_t entry = routing_.entry_gateway(t);
-  const NetworkLeg leg = network_leg(node * per_node + t.gateway, there * per_node + entry);
+  const NetworkLeg leg = network_leg(ends.from, ends.to);
   links.insert(links.end(), leg_links_.begin() + leg.first, leg_links_.begin() + leg.first + leg.count);
   shares.insert(shares.end(), leg_shares_.begin() + leg.first, leg_shares_.begin() + leg.first + leg.count);
-  into_node(there, nt.gateways[entry], t, links);
+  into_node(ends.there, topology_.node.gateways[ends.entry], t, links);
   shares.resize(links.size(), 1.0);
+}
+
+// The same, the network leg named where it is kept: the links in the nodes, whole.
+uint32_t RoutedPaths::path_with_leg(const protocol::FabricTransfer& transfer, std::vector<uint32_t>& links,
+                                    std::vector<double>& shares) const {
+  links.clear();
+  shares.clear();
+  protocol::FabricTransfer t = transfer;
+  Ends ends;
+  if (to_network(t, links, ends)) return kNoLeg;
+  const NetworkLeg leg = network_leg(ends.from, ends.to);
+  if (leg.id == kNoLeg) {  // not kept: listed
+    shares.assign(links.size(), 1.0);
+    links.insert(links.end(), leg_links_.begin() + leg.first, leg_links_.begin() + leg.first + leg.count);
+    shares.insert(shares.end(), leg_shares_.begin() + leg.first, leg_shares_.begin() + leg.first + leg.count);
+  }
+  into_node(ends.there, topology_.node.gateways[ends.entry], t, links);
+  if (!shares.empty()) shares.resize(links.size(), 1.0);
+  return leg.id;
 }
 
 }  // namespace tessera::platforms

@@ -29,6 +29,9 @@ class RoutedPaths : public models::PathProvider {
   models::FlowLink link(uint32_t id) const override;
   void path(const protocol::FabricTransfer& t, std::vector<uint32_t>& links,
             std::vector<double>& shares) const override;
+  uint32_t path_with_leg(const protocol::FabricTransfer& t, std::vector<uint32_t>& links,
+                         std::vector<double>& shares) const override;
+  Leg leg(uint32_t id) const override;
 
   // Switches that reduce (NVSwitches, network switches), by device: node n's device v is
   // n D + v (D: devices per node), network device x is nodes D + x.
@@ -59,6 +62,13 @@ class RoutedPaths : public models::PathProvider {
   // the node goes: true where it reached the GPU, false at the gateway it leaves by (the
   // source GPU's first hop writes t.gateway).
   bool node_leg(uint32_t node, uint32_t device, protocol::FabricTransfer& t, std::vector<uint32_t>& links) const;
+  // The path's links up to its network leg (true: it is all in the node), and the leg: from
+  // the source's gateway `from` to the destination's `to`, in node `there`, entered by gateway
+  // index `entry` (its network_leg arguments).
+  struct Ends {
+    uint32_t from = 0, to = 0, there = 0, entry = 0;
+  };
+  bool to_network(protocol::FabricTransfer& t, std::vector<uint32_t>& links, Ends& ends) const;
   // The same to a GPU that is in the node.
   void into_node(uint32_t node, uint32_t device, protocol::FabricTransfer t, std::vector<uint32_t>& links) const;
   // The switch id of network device `x` (a switch), or of the device past the gateways.
@@ -75,10 +85,12 @@ class RoutedPaths : public models::PathProvider {
   // [first, first + count) of leg_links_ and leg_shares_.
   struct NetworkLeg {
     uint32_t first = 0, count = 0;
+    uint32_t id = kNoLeg;  // its place in kept_, where it is kept
   };
   static constexpr size_t kMaxLegEntries = size_t(1) << 24;  // 16 M links kept, 192 MiB
   NetworkLeg network_leg(uint32_t from, uint32_t to) const;
   mutable std::unordered_map<uint64_t, NetworkLeg> legs_;
+  mutable std::vector<NetworkLeg> kept_;  // by id
   mutable std::vector<uint32_t> leg_links_;
   mutable std::vector<double> leg_shares_;
   mutable std::vector<Routing::Share> spread_;  // scratch of network_leg()

@@ -41,6 +41,9 @@ uint32_t PathProvider::path_to_switch(const protocol::FabricTransfer&, std::vect
 void PathProvider::path_from_switch(uint32_t, const protocol::FabricTransfer&, std::vector<uint32_t>&) const {
   no_switches();
 }
+PathProvider::Leg PathProvider::leg(uint32_t id) const {
+  throw std::logic_error("a path provider without legs asked for leg " + std::to_string(id));
+}
 uint32_t PathProvider::tree_device(uint32_t) const { no_switches(); }
 uint32_t PathProvider::tree_hop(uint32_t, uint32_t, const protocol::FabricTransfer&, std::vector<uint32_t>&) const {
   no_switches();
@@ -102,18 +105,67 @@ void FlowFabric::inject(tlm::tlm_generic_payload& gp, PacketSource& source) {
   if (gp.has_mm()) gp.acquire();
   // A contribution to an in-switch or in-network reduction, or a multicast, ends at its switch.
   uint32_t end = kNone;
+  uint32_t leg = PathProvider::kNoLeg;
   if (to_switch(t.purpose)) end = paths_.path_to_switch(t, path_);
-  else paths_.path(t, path_, shares_);
-  start(gp, source, end, end != kNone);
+  else leg = paths_.path_with_leg(t, path_, shares_);
+  start(gp, source, end, end != kNone, leg);
 }
 
-void FlowFabric::start(tlm::tlm_generic_payload& gp, PacketSource& source, uint32_t to_switch, bool via_switch) {
+FlowFabric::LegState& FlowFabric::leg_state(uint32_t id) {
+  if (legs_.size() <= id) legs_.resize(size_t(id) + 1);
+  LegState& leg = legs_[id];
+  if (leg.ready) return leg;
+  const auto [links, shares, count] = paths_.leg(id);
+  sc_core::sc_time latency = sc_core::SC_ZERO_TIME;
+  leg.timing_of.resize(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    const LinkState& link = links_.at(links[i]);
+    leg.forbidden |= !forbidden_.empty() && forbidden_[links[i]];
+    if (shares[i] == 1.0) latency += link.spec.timing.latency + link.spec.hop_latency;
+    else leg.spread_latency_s += shares[i] * link.latency_s;
+    if (never_fill_.empty() || !never_fill_[links[i]]) {
+      leg.hops.push_back(links[i]);
+      leg.hop_shares.push_back(shares[i]);
+    }
+    size_t k = 0;
+    while (k < leg.timings.size() && !leg.timings[k]->same_cost(link.spec.timing)) ++k;
+    if (k == leg.timings.size()) {
+      if (k == 255) throw std::logic_error(std::string(name()) + ": a network leg of more than 255 link timings");
+      leg.timings.push_back(&link.spec.timing);
+      leg.busy.push_back(0);
+    }
+    leg.timing_of[i] = static_cast<uint8_t>(k);
+  }
+  leg.latency = latency.value();
+  leg.ready = true;
+  return leg;
+}
+
+double FlowFabric::leg_chunk_ps(uint32_t id, uint64_t chunk_bytes, float wire_factor) const {
+  const auto [links, shares, count] = paths_.leg(id);
+  double chunk = 0.0;
+  for (uint32_t i = 0; i < count; ++i)
+    chunk += shares[i] * double(links_[links[i]].spec.timing.serialization_ps(chunk_bytes, wire_factor));
+  return chunk;
+}
+
+double FlowFabric::leg_header_bytes(uint32_t id) const {
+  const auto [links, shares, count] = paths_.leg(id);
+  double size = 0.0;
+  for (uint32_t i = 0; i < count; ++i) size = std::max(size, links_[links[i]].spec.timing.wire_bytes(0));
+  return size;
+}
+
+void FlowFabric::start(tlm::tlm_generic_payload& gp, PacketSource& source, uint32_t to_switch, bool via_switch,
+                       uint32_t leg_id) {
   const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
   // The path's latency, and what each hop costs its link per payload byte.
   const double payload = double(t.bytes);
   double size = payload;
-  if (t.bytes == 0)  // a header-only transfer: its size is its largest wire footprint
+  if (t.bytes == 0) {  // a header-only transfer: its size is its largest wire footprint
     for (uint32_t l : path_) size = std::max(size, links_.at(l).spec.timing.wire_bytes(0));
+    if (leg_id != PathProvider::kNoLeg) size = std::max(size, leg_header_bytes(leg_id));
+  }
   sc_core::sc_time latency = sc_core::SC_ZERO_TIME;  // of the links it crosses whole
   double spread_latency_s = 0.0;                       // of those it spreads over
   hop_links_.clear();
@@ -141,6 +193,27 @@ void FlowFabric::start(tlm::tlm_generic_payload& gp, PacketSource& source, uint3
     }
     hop_links_.push_back(l);
     hop_weights_.push_back(share * wire / size);
+  }
+  if (leg_id != PathProvider::kNoLeg) {
+    LegState& leg = leg_state(leg_id);
+    latency += sc_core::sc_time::from_value(leg.latency);
+    spread_latency_s += leg.spread_latency_s;
+    if (leg.forbidden) {
+      const auto [links, shares, count] = paths_.leg(leg_id);
+      for (uint32_t i = 0; i < count; ++i)
+        if (forbidden_[links[i]]) crossed_(links[i]);
+    }
+    left_out |= leg.hops.size() < leg.timing_of.size();
+    for (size_t i = 0; i < leg.hops.size(); ++i) {
+      const protocol::LinkTiming& timing = links_[leg.hops[i]].spec.timing;
+      if (last == nullptr || !timing.same_cost(*last)) {
+        last = &timing;
+        wire = timing.wire_bytes(t.bytes) * t.wire_factor;
+      }
+      if (size == 0.0 || wire == 0.0) continue;
+      hop_links_.push_back(leg.hops[i]);
+      hop_weights_.push_back(leg.hop_shares[i] * wire / size);
+    }
   }
   if (left_out && hop_links_.empty())
     throw std::logic_error(std::string(name()) + ": a flow crossing only links that never fill (from rank " +
@@ -170,6 +243,7 @@ void FlowFabric::start(tlm::tlm_generic_payload& gp, PacketSource& source, uint3
     for (size_t i = 0; i < path_.size(); ++i)
       chunk += PathProvider::share(shares_, i) *
                double(links_[path_[i]].spec.timing.serialization_ps(t.step_chunk_bytes, t.wire_factor));
+    if (leg_id != PathProvider::kNoLeg) chunk += leg_chunk_ps(leg_id, t.step_chunk_bytes, t.wire_factor);
     const sc_dt::uint64 step = f.latency + t.step_latency + static_cast<sc_dt::uint64>(std::llround(chunk));
     f.earliest += step * t.steps - t.step_latency;
   }
@@ -177,6 +251,7 @@ void FlowFabric::start(tlm::tlm_generic_payload& gp, PacketSource& source, uint3
   f.sequence = sequence_++;
   f.heap_slot = kNone;
   f.to_switch = to_switch;
+  f.leg = leg_id;
   if (hop_links_.empty()) completion_set(id, f.since);  // nothing to share: sent at once
   ++started_;
   if (!updating_) wake_.notify(sc_core::SC_ZERO_TIME);  // every flow of this delta, one update
@@ -230,6 +305,7 @@ void FlowFabric::finish(uint32_t id, sc_dt::uint64 now) {
   Flow& f = flows_[id];
   const protocol::FabricTransfer& t = protocol::fabric_transfer(*f.gp);
   carried(f.path, f.shares, t.bytes, t.wire_factor);
+  if (f.leg != PathProvider::kNoLeg) leg_carried(legs_[f.leg], t.bytes, t.wire_factor);
   if (t.echo) images_carried(t);
   // An echo goes back to its source (as what the member before it sent).
   const uint32_t gpu = t.echo ? t.source : t.destination;
@@ -263,6 +339,38 @@ void FlowFabric::carried(const std::vector<uint32_t>& path, const std::vector<do
     }
     link.busy += share == 1.0 ? busy : static_cast<sc_dt::uint64>(static_cast<double>(busy) * share + 0.5);
   }
+}
+
+void FlowFabric::leg_carried(LegState& leg, uint64_t bytes, float wire_factor) {
+  leg.bytes += double(bytes);
+  leg.chunks += 1.0;
+  for (size_t k = 0; k < leg.timings.size(); ++k) leg.busy[k] += leg.timings[k]->serialization_ps(bytes, wire_factor);
+  legs_folded_ = false;
+}
+
+// A leg's figures on each of its links: its share of the bytes and chunks, and of the busy time
+// of its links' timing (rounded once per link, where carried() rounds once per flow).
+void FlowFabric::fold_legs() const {
+  legs_folded_ = true;
+  for (uint32_t id = 0; id < legs_.size(); ++id) {
+    LegState& leg = legs_[id];
+    if (leg.chunks == 0.0) continue;
+    const auto [links, shares, count] = paths_.leg(id);
+    for (uint32_t i = 0; i < count; ++i) {
+      LinkState& link = links_[links[i]];
+      const sc_dt::uint64 busy = leg.busy[leg.timing_of[i]];
+      link.bytes += shares[i] * leg.bytes;
+      link.chunks += shares[i] * leg.chunks;
+      link.busy += shares[i] == 1.0 ? busy : static_cast<sc_dt::uint64>(static_cast<double>(busy) * shares[i] + 0.5);
+    }
+    leg.bytes = leg.chunks = 0.0;
+    std::fill(leg.busy.begin(), leg.busy.end(), 0);
+  }
+}
+
+const FlowFabric::LinkState& FlowFabric::counted(uint32_t link) const {
+  if (!legs_folded_) fold_legs();
+  return links_[link];
 }
 
 void FlowFabric::images_carried(const protocol::FabricTransfer& t) {

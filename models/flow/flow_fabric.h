@@ -77,6 +77,25 @@ class PathProvider {
   // Link i's share of a path's bytes, as path() gives them.
   static double share(const std::vector<double>& shares, size_t i) { return shares.empty() ? 1.0 : shares[i]; }
 
+  // The same path with its network leg named instead of listed, where the provider keeps legs
+  // (every transfer between the same two network gateways takes the same one): `links` gets the
+  // links before and after the leg, whole, and the call returns the leg's id (0, 1, ... dense).
+  // Where it keeps none it is path() and returns kNoLeg.
+  virtual uint32_t path_with_leg(const protocol::FabricTransfer& t, std::vector<uint32_t>& links,
+                                 std::vector<double>& shares) const {
+    path(t, links, shares);
+    return kNoLeg;
+  }
+  // Leg `id`'s links and their shares, `count` of each; valid until the next call of path() or
+  // path_with_leg().
+  struct Leg {
+    const uint32_t* links = nullptr;
+    const double* shares = nullptr;
+    uint32_t count = 0;
+  };
+  virtual Leg leg(uint32_t id) const;
+  static constexpr uint32_t kNoLeg = ~0u;
+
   // Switches that reduce (flows that end or start at a switch), ids 0 .. switches() - 1. A
   // fabric without them keeps the defaults: no switch, and a chunk that asks for one is an error.
   virtual uint32_t switches() const { return 0; }
@@ -132,9 +151,9 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   // link's full bandwidth, so busy / elapsed is the utilization).
   uint32_t links() const { return static_cast<uint32_t>(links_.size()); }
   const FlowLink& link(uint32_t id) const { return links_[id].spec; }
-  uint64_t bytes_carried(uint32_t link) const { return static_cast<uint64_t>(std::llround(links_[link].bytes)); }
-  uint64_t chunks_carried(uint32_t link) const { return static_cast<uint64_t>(std::llround(links_[link].chunks)); }
-  sc_core::sc_time busy_time(uint32_t link) const { return sc_core::sc_time::from_value(links_[link].busy); }
+  uint64_t bytes_carried(uint32_t link) const { return static_cast<uint64_t>(std::llround(counted(link).bytes)); }
+  uint64_t chunks_carried(uint32_t link) const { return static_cast<uint64_t>(std::llround(counted(link).chunks)); }
+  sc_core::sc_time busy_time(uint32_t link) const { return sc_core::sc_time::from_value(counted(link).busy); }
 
   // Counters: flows started, flows whose last byte was sent, chunks delivered, rate updates.
   uint64_t flows_started() const { return started_; }
@@ -156,6 +175,23 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
     double chunks = 0.0;
     sc_dt::uint64 busy = 0;  // sc_time value
   };
+  // A network leg (PathProvider::path_with_leg) as its flows need it, made when the first
+  // crosses it: what it adds to a path's latency, the links of it the allocator sees, and the
+  // figures of the flows that finished on it, added to its links' when they are read (a leg
+  // spreads over dozens of links: a flow's start and end touch none of them).
+  struct LegState {
+    bool ready = false;
+    bool forbidden = false;        // crosses a forbidden link: checked link by link
+    sc_dt::uint64 latency = 0;     // of its links crossed whole (sc_time value)
+    double spread_latency_s = 0.0; // of those it spreads over, weighted by their shares
+    std::vector<uint32_t> hops;    // its links that may fill, and their shares
+    std::vector<double> hop_shares;
+    // Finished flows: bytes, chunks, and per link timing the serialization of their bytes.
+    double bytes = 0.0, chunks = 0.0;
+    std::vector<const protocol::LinkTiming*> timings;
+    std::vector<sc_dt::uint64> busy;  // by timing
+    std::vector<uint8_t> timing_of;   // by link of the leg: its index in timings
+  };
   struct Flow {               // by allocator flow id
     tlm::tlm_generic_payload* gp = nullptr;
     PacketSource* source = nullptr;
@@ -169,6 +205,7 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
     uint64_t sequence = 0;        // injection order: breaks ties in time
     uint32_t heap_slot = kNone;
     uint32_t to_switch = kNone;   // the switch it ends at (in-switch reduction), else a GPU
+    uint32_t leg = PathProvider::kNoLeg;  // its network leg, where `path` leaves it out
   };
   struct Timed {              // a heap entry: completion (by flow id) or arrival (by payload)
     sc_dt::uint64 time;
@@ -182,7 +219,17 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   // Starts the flow of `gp` over path_ from `source`, ending at switch `to_switch` (kNone: at
   // GPU t.destination); `via_switch`: it ends or starts at a reducing switch. The fabric already
   // holds its reference to gp.
-  void start(tlm::tlm_generic_payload& gp, PacketSource& source, uint32_t to_switch, bool via_switch);
+  void start(tlm::tlm_generic_payload& gp, PacketSource& source, uint32_t to_switch, bool via_switch,
+             uint32_t leg = PathProvider::kNoLeg);
+  LegState& leg_state(uint32_t leg);
+  // The chunk's serialization over the links of `leg`, each weighted by its share (ps).
+  double leg_chunk_ps(uint32_t leg, uint64_t chunk_bytes, float wire_factor) const;
+  // The largest wire footprint of a header-only transfer on the links of `leg`.
+  double leg_header_bytes(uint32_t leg) const;
+  void leg_carried(LegState& leg, uint64_t bytes, float wire_factor);
+  // A link's counters with the legs' figures added (they are added once, when first read).
+  const LinkState& counted(uint32_t link) const;
+  void fold_legs() const;
   void update();
   void deliver();
   // A flow that ended at switch `id`: what the switch does with it (reduce, multicast).
@@ -208,7 +255,10 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
 
   const PathProvider& paths_;
   protocol::PayloadPool* pool_;
-  std::vector<LinkState> links_;
+  // (Mutable: the legs' figures are added to their links' when a const reader first asks.)
+  mutable std::vector<LinkState> links_;
+  mutable std::vector<LegState> legs_;  // by leg id, grown on first use
+  mutable bool legs_folded_ = true;     // no leg holds figures its links lack
   std::deque<ReductionUnit> units_;  // by switch, grown on first use (flows point at them)
   std::vector<FlowSink*> sinks_;
   MaxMinFairShare share_;

@@ -3,6 +3,7 @@
 // and hop. Each simulation runs in a forked child (SystemC elaborates once per process).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -223,11 +224,29 @@ TEST(FlowFidelity, TrainingIterationAgreesWithPacketFidelity) {
 // flow's times and no link's counters: 600 transfers between random nodes, started over 20 us,
 // on trees of two and three tiers that are not oversubscribed (every link between switches left
 // out; on an oversubscribed one none is, tests/platforms/test_link_bounds.cpp).
-nlohmann::json fabric_run(const PlatformConfig& c, bool leave_out) {
+// The platform's paths with every network leg listed link by link (PathProvider's own
+// path_with_leg), as a provider that keeps no legs gives them.
+class ListedLegs : public models::PathProvider {
+ public:
+  explicit ListedLegs(const platforms::RoutedPaths& paths) : paths_(paths) {}
+  uint32_t links() const override { return paths_.links(); }
+  models::FlowLink link(uint32_t id) const override { return paths_.link(id); }
+  void path(const protocol::FabricTransfer& t, std::vector<uint32_t>& links,
+            std::vector<double>& shares) const override {
+    paths_.path(t, links, shares);
+  }
+
+ private:
+  const platforms::RoutedPaths& paths_;
+};
+
+nlohmann::json fabric_run(const PlatformConfig& c, bool leave_out, bool legs = true) {
   return run_in_child([&] {
     const platforms::PlatformGraph g = platforms::generate_topology(c);
     const platforms::Routing routing(g);
-    const platforms::RoutedPaths paths(g, routing, sc_core::SC_ZERO_TIME);
+    const platforms::RoutedPaths routed(g, routing, sc_core::SC_ZERO_TIME);
+    const ListedLegs listed(routed);
+    const models::PathProvider& paths = legs ? static_cast<const models::PathProvider&>(routed) : listed;
     std::vector<testing::Transfer> schedule;
     uint64_t x = 12345;
     auto next = [&x](uint64_t n) {
@@ -244,7 +263,7 @@ nlohmann::json fabric_run(const PlatformConfig& c, bool leave_out) {
       schedule.push_back(t);
     }
     testing::FlowScenario scenario("scenario", paths, schedule, ranks);
-    if (leave_out) scenario.fabric.never_fill(paths.links_that_cannot_fill(false));
+    if (leave_out) scenario.fabric.never_fill(routed.links_that_cannot_fill(false));
     sc_core::sc_start();
     nlohmann::json r;
     r["left_out"] = scenario.fabric.links_never_filling();
@@ -258,6 +277,29 @@ nlohmann::json fabric_run(const PlatformConfig& c, bool leave_out) {
     }
     return r;
   });
+}
+
+// A network leg named once (RoutedPaths::path_with_leg: its latency, the links the allocator
+// sees, its figures added to its links' when read) gives the times of its links listed for every
+// flow: the same bytes on every link; the same times but for the picosecond a sum of spread
+// latencies in another order may round to; busy times within a picosecond per flow (a leg's
+// share of the busy time is rounded once per link, not once per flow).
+TEST(FlowFidelity, ANetworkLegNamedOnceGivesTheTimesOfItsLinksListed) {
+  const PlatformConfig c = testing::single_gpu_nodes(64, platforms::Topology::FatTree, 8, 1.0, 3);
+  const nlohmann::json named = fabric_run(c, false, true), listed = fabric_run(c, false, false);
+  ASSERT_FALSE(named.contains("error")) << named["error"];
+  ASSERT_FALSE(listed.contains("error")) << listed["error"];
+  EXPECT_EQ(named["bytes"], listed["bytes"]);
+  for (const char* key : {"left", "arrived"})
+    for (size_t i = 0; i < named[key].size(); ++i)
+      EXPECT_LE(std::abs(named[key][i].get<double>() - listed[key][i].get<double>()), 1.0) << key << " " << i;
+  size_t busy = 0;
+  for (size_t i = 0; i < named["busy"].size(); ++i) {
+    const double b = named["busy"][i].get<double>(), l = listed["busy"][i].get<double>();
+    busy += b > 0;
+    EXPECT_LE(std::abs(b - l), 600.0) << "link " << i;  // 600 flows
+  }
+  EXPECT_GT(busy, 0u);
 }
 
 TEST(FlowFidelity, LinksThatCannotFillLeftOutChangeNoTime) {
