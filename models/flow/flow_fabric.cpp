@@ -156,102 +156,99 @@ double FlowFabric::leg_header_bytes(uint32_t id) const {
   return size;
 }
 
-void FlowFabric::start(tlm::tlm_generic_payload& gp, PacketSource& source, uint32_t to_switch, bool via_switch,
-                       uint32_t leg_id) {
-  const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
-  // The path's latency, and what each hop costs its link per payload byte.
-  const double payload = double(t.bytes);
-  double size = payload;
-  if (t.bytes == 0) {  // a header-only transfer: its size is its largest wire footprint
-    for (uint32_t l : path_) size = std::max(size, links_.at(l).spec.timing.wire_bytes(0));
-    if (leg_id != PathProvider::kNoLeg) size = std::max(size, leg_header_bytes(leg_id));
-  }
-  sc_core::sc_time latency = sc_core::SC_ZERO_TIME;  // of the links it crosses whole
-  double spread_latency_s = 0.0;                       // of those it spreads over
+// What the flow of `t` (`size` bytes on the wire's scale) costs each link of its path: the
+// allocator's hops and weights (hop_links_, hop_weights_), and the path's latency, of the links
+// it crosses whole and, in seconds, the mean over those it spreads over.
+FlowFabric::PathLatency FlowFabric::hops(const protocol::FabricTransfer& t, double size, uint32_t leg_id) {
+  PathLatency latency;
   hop_links_.clear();
   hop_weights_.clear();
   bool left_out = false;
-  const protocol::LinkTiming* last = nullptr;
+  const protocol::LinkTiming* last = nullptr;  // a spread path's links mostly cost alike
   double wire = 0.0;
+  auto hop = [&](uint32_t l, double share) {
+    const protocol::LinkTiming& timing = links_[l].spec.timing;
+    if (last == nullptr || !timing.same_cost(*last)) {
+      last = &timing;
+      wire = timing.wire_bytes(t.bytes) * t.wire_factor;
+    }
+    if (size == 0.0 || wire == 0.0) return;  // costs this link nothing
+    hop_links_.push_back(l);
+    hop_weights_.push_back(share * wire / size);
+  };
   for (size_t i = 0; i < path_.size(); ++i) {
     const uint32_t l = path_[i];
     if (!forbidden_.empty() && forbidden_[l]) crossed_(l);
     const LinkState& link = links_.at(l);
-    const FlowLink& spec = link.spec;
     const double share = PathProvider::share(shares_, i);
     // Spread over equal-cost paths: the mean of their latencies.
-    if (share == 1.0) latency += spec.timing.latency + spec.hop_latency;
-    else spread_latency_s += share * link.latency_s;
-    if (last == nullptr || !spec.timing.same_cost(*last)) {  // a spread path's links mostly cost alike
-      last = &spec.timing;
-      wire = spec.timing.wire_bytes(t.bytes) * t.wire_factor;
-    }
-    if (size == 0.0 || wire == 0.0) continue;  // costs this link nothing
-    if (!never_fill_.empty() && never_fill_[l]) {
-      left_out = true;
-      continue;
-    }
-    hop_links_.push_back(l);
-    hop_weights_.push_back(share * wire / size);
+    if (share == 1.0) latency.whole += link.spec.timing.latency + link.spec.hop_latency;
+    else latency.spread_s += share * link.latency_s;
+    if (!never_fill_.empty() && never_fill_[l]) left_out = true;
+    else hop(l, share);
   }
   if (leg_id != PathProvider::kNoLeg) {
-    LegState& leg = leg_state(leg_id);
-    latency += sc_core::sc_time::from_value(leg.latency);
-    spread_latency_s += leg.spread_latency_s;
+    const LegState& leg = leg_state(leg_id);
+    latency.whole += sc_core::sc_time::from_value(leg.latency);
+    latency.spread_s += leg.spread_latency_s;
     if (leg.forbidden) {
       const auto [links, shares, count] = paths_.leg(leg_id);
       for (uint32_t i = 0; i < count; ++i)
         if (forbidden_[links[i]]) crossed_(links[i]);
     }
     left_out |= leg.hops.size() < leg.timing_of.size();
-    for (size_t i = 0; i < leg.hops.size(); ++i) {
-      const protocol::LinkTiming& timing = links_[leg.hops[i]].spec.timing;
-      if (last == nullptr || !timing.same_cost(*last)) {
-        last = &timing;
-        wire = timing.wire_bytes(t.bytes) * t.wire_factor;
-      }
-      if (size == 0.0 || wire == 0.0) continue;
-      hop_links_.push_back(leg.hops[i]);
-      hop_weights_.push_back(leg.hop_shares[i] * wire / size);
-    }
+    for (size_t i = 0; i < leg.hops.size(); ++i) hop(leg.hops[i], leg.hop_shares[i]);
   }
   if (left_out && hop_links_.empty())
     throw std::logic_error(std::string(name()) + ": a flow crossing only links that never fill (from rank " +
                            std::to_string(t.source) + " to " + std::to_string(t.destination) + ")");
+  return latency;
+}
+
+// A transfer standing for several steps in series (flow fidelity's steady state) arrives no
+// earlier than its latency chain: each step's path latency and handshake (the engine adds the
+// last handshake itself). A window into or out of a reducing switch (steps 1) stands for packet
+// fidelity's chunks streaming through the path: it arrives no earlier than its first chunk
+// stored and forwarded on every link, the pipeline's fill.
+sc_dt::uint64 FlowFabric::earliest_arrival(const protocol::FabricTransfer& t, const Flow& f, bool via_switch) const {
+  if (t.steps <= 1 && !(via_switch && t.step_chunk_bytes > 0)) return f.since;
+  // Per step: the chunk it forwards, stored and forwarded on every link of the path (as packet
+  // fidelity's ports do), the path's latency and the handshake.
+  double chunk = 0.0;
+  for (size_t i = 0; i < path_.size(); ++i)
+    chunk += PathProvider::share(shares_, i) *
+             double(links_[path_[i]].spec.timing.serialization_ps(t.step_chunk_bytes, t.wire_factor));
+  if (f.leg != PathProvider::kNoLeg) chunk += leg_chunk_ps(f.leg, t.step_chunk_bytes, t.wire_factor);
+  const sc_dt::uint64 step = f.latency + t.step_latency + static_cast<sc_dt::uint64>(std::llround(chunk));
+  return f.since + step * t.steps - t.step_latency;
+}
+
+void FlowFabric::start(tlm::tlm_generic_payload& gp, PacketSource& source, uint32_t to_switch, bool via_switch,
+                       uint32_t leg_id) {
+  const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
+  double size = double(t.bytes);
+  if (t.bytes == 0) {  // a header-only transfer: its size is its largest wire footprint
+    for (uint32_t l : path_) size = std::max(size, links_.at(l).spec.timing.wire_bytes(0));
+    if (leg_id != PathProvider::kNoLeg) size = std::max(size, leg_header_bytes(leg_id));
+  }
+  const PathLatency latency = hops(t, size, leg_id);
   const uint32_t id = share_.add(hop_links_.data(), hop_weights_.data(), hop_links_.size(), t.rate_cap);
   if (flows_.size() <= id) flows_.resize(id + 1);
   Flow& f = flows_[id];
   f.path.assign(path_.begin(), path_.end());
   f.shares.assign(shares_.begin(), shares_.end());
+  f.leg = leg_id;
   f.gp = &gp;
   f.source = &source;
   f.remaining = size;
   f.rate = 0.0;
   f.since = sc_core::sc_time_stamp().value();
-  f.latency = latency.value() + (spread_latency_s > 0.0 ? ticks(spread_latency_s) : 0);
-  // A transfer standing for several steps in series (flow fidelity's steady state) arrives no
-  // earlier than its latency chain: each step's path latency and handshake (the engine adds the
-  // last handshake itself).
-  // A window into or out of a reducing switch (steps 1) stands for packet fidelity's chunks
-  // streaming through the path: it arrives no earlier than its first chunk stored and forwarded
-  // on every link, the pipeline's fill.
-  f.earliest = f.since;
-  if (t.steps > 1 || (via_switch && t.step_chunk_bytes > 0)) {
-    // Per step: the chunk it forwards, stored and forwarded on every link of the path (as
-    // packet fidelity's ports do), the path's latency and the handshake.
-    double chunk = 0.0;
-    for (size_t i = 0; i < path_.size(); ++i)
-      chunk += PathProvider::share(shares_, i) *
-               double(links_[path_[i]].spec.timing.serialization_ps(t.step_chunk_bytes, t.wire_factor));
-    if (leg_id != PathProvider::kNoLeg) chunk += leg_chunk_ps(leg_id, t.step_chunk_bytes, t.wire_factor);
-    const sc_dt::uint64 step = f.latency + t.step_latency + static_cast<sc_dt::uint64>(std::llround(chunk));
-    f.earliest += step * t.steps - t.step_latency;
-  }
+  f.latency = latency.whole.value() + (latency.spread_s > 0.0 ? ticks(latency.spread_s) : 0);
+  f.earliest = earliest_arrival(t, f, via_switch);
   shares_.clear();
   f.sequence = sequence_++;
   f.heap_slot = kNone;
   f.to_switch = to_switch;
-  f.leg = leg_id;
   if (hop_links_.empty()) completion_set(id, f.since);  // nothing to share: sent at once
   ++started_;
   if (!updating_) wake_.notify(sc_core::SC_ZERO_TIME);  // every flow of this delta, one update

@@ -221,6 +221,12 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   // holds its reference to gp.
   void start(tlm::tlm_generic_payload& gp, PacketSource& source, uint32_t to_switch, bool via_switch,
              uint32_t leg = PathProvider::kNoLeg);
+  struct PathLatency {
+    sc_core::sc_time whole;  // of the links it crosses whole
+    double spread_s = 0.0;   // of those it spreads over, weighted by its shares
+  };
+  PathLatency hops(const protocol::FabricTransfer& t, double size, uint32_t leg);
+  sc_dt::uint64 earliest_arrival(const protocol::FabricTransfer& t, const Flow& f, bool via_switch) const;
   LegState& leg_state(uint32_t leg);
   // The chunk's serialization over the links of `leg`, each weighted by its share (ps).
   double leg_chunk_ps(uint32_t leg, uint64_t chunk_bytes, float wire_factor) const;
