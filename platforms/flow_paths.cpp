@@ -149,23 +149,40 @@ uint32_t RoutedPaths::tree_hop(uint32_t from, uint32_t port, const protocol::Fab
   return kNoSwitch;
 }
 
-// The network leg from gateway `from` to gateway `to`, spread once per pair and kept (a job's
-// transfers between nodes repeat few pairs: its pipeline and data-parallel neighbours); past
-// kMaxLegEntries links kept, legs are spread again each time instead.
-RoutedPaths::NetworkLeg RoutedPaths::network_leg(uint32_t from, uint32_t to) const {
-  const uint64_t key = uint64_t(from) << 32 | to;
+// The network leg of a transfer between nodes, spread once and kept (a job's transfers between
+// nodes repeat few pairs: its pipeline and data-parallel neighbours); past kMaxLegEntries links
+// kept, legs are spread again each time instead. Where each gateway has its one link to a
+// switch, and the switches differ, the leg is the links between switches, kept once for every
+// gateway on the same switch to every gateway of the same routing key (they spread alike, as
+// Routing::links_that_cannot_fill uses), and the gateways' links are crossed whole (ends.head,
+// ends.tail); else it is every network link, kept per pair of gateways.
+RoutedPaths::NetworkLeg RoutedPaths::network_leg(Ends& ends) const {
+  const Graph& net = topology_.network.graph;
+  const uint32_t gws = topology_.network.gateways;
+  const auto single = [&](uint32_t gateway) { return net.ports(gateway) == 1 && net.neighbor(gateway, 0) >= gws; };
+  uint64_t key = uint64_t(ends.from) << 32 | ends.to;
+  ends.head = ends.tail = kNoLink;
+  if (single(ends.from) && single(ends.to) && net.neighbor(ends.from, 0) != net.neighbor(ends.to, 0)) {
+    ends.head = network_link(ends.from, 0);
+    const GraphLink& last = net.links[net.devices[ends.to].port_links[0]];  // into `to`, from its switch
+    ends.tail = last.a == ends.to ? network_link(last.b, last.b_port) : network_link(last.a, last.a_port);
+    key = uint64_t(1) << 63 | uint64_t(net.neighbor(ends.from, 0)) << 31 | routing_.destination_key(ends.to);
+  }
   if (auto found = legs_.find(key); found != legs_.end()) return found->second;
-  routing_.network_spread(from, to, spread_, scratch_);
+  routing_.network_spread(ends.from, ends.to, spread_, scratch_);
   const bool keep = leg_links_.size() + spread_.size() <= kMaxLegEntries;
   if (!keep) {
     leg_links_.resize(kMaxLegEntries);  // the scratch past the kept legs
     leg_shares_.resize(kMaxLegEntries);
   }
-  NetworkLeg leg{static_cast<uint32_t>(leg_links_.size()), static_cast<uint32_t>(spread_.size())};
-  for (const Routing::Share& s : spread_) {
-    leg_links_.push_back(network_link(s.device, s.port));
-    leg_shares_.push_back(s.share);
+  NetworkLeg leg{static_cast<uint32_t>(leg_links_.size()), 0};
+  for (const Routing::Share& x : spread_) {
+    const uint32_t link = network_link(x.device, x.port);
+    if (link == ends.head || link == ends.tail) continue;
+    leg_links_.push_back(link);
+    leg_shares_.push_back(x.share);
   }
+  leg.count = static_cast<uint32_t>(leg_links_.size()) - leg.first;
   if (keep) {
     leg.id = static_cast<uint32_t>(kept_.size());
     kept_.push_back(leg);
@@ -201,12 +218,20 @@ void RoutedPaths::path(const protocol::FabricTransfer& transfer, std::vector<uin
   protocol::FabricTransfer t = transfer;  // routing writes the chunk's gateway
   Ends ends;
   if (to_network(t, links, ends)) return;
-  shares.assign(links.size(), 1.0);
-  const NetworkLeg leg = network_leg(ends.from, ends.to);
-  links.insert(links.end(), leg_links_.begin() + leg.first, leg_links_.begin() + leg.first + leg.count);
-  shares.insert(shares.end(), leg_shares_.begin() + leg.first, leg_shares_.begin() + leg.first + leg.count);
+  const NetworkLeg leg = network_leg(ends);
+  list_leg(leg, ends, links, shares);
   into_node(ends.there, topology_.node.gateways[ends.entry], t, links);
   shares.resize(links.size(), 1.0);
+}
+
+// Appends the leg's links and shares, the gateways' links crossed whole around them.
+void RoutedPaths::list_leg(const NetworkLeg& leg, const Ends& ends, std::vector<uint32_t>& links,
+                           std::vector<double>& shares) const {
+  if (ends.head != kNoLink) links.push_back(ends.head);
+  shares.resize(links.size(), 1.0);
+  links.insert(links.end(), leg_links_.begin() + leg.first, leg_links_.begin() + leg.first + leg.count);
+  shares.insert(shares.end(), leg_shares_.begin() + leg.first, leg_shares_.begin() + leg.first + leg.count);
+  if (ends.tail != kNoLink) links.push_back(ends.tail);
 }
 
 // The same, the network leg named where it is kept: the links in the nodes, whole.
@@ -217,11 +242,12 @@ uint32_t RoutedPaths::path_with_leg(const protocol::FabricTransfer& transfer, st
   protocol::FabricTransfer t = transfer;
   Ends ends;
   if (to_network(t, links, ends)) return kNoLeg;
-  const NetworkLeg leg = network_leg(ends.from, ends.to);
+  const NetworkLeg leg = network_leg(ends);
   if (leg.id == kNoLeg) {  // not kept: listed
-    shares.assign(links.size(), 1.0);
-    links.insert(links.end(), leg_links_.begin() + leg.first, leg_links_.begin() + leg.first + leg.count);
-    shares.insert(shares.end(), leg_shares_.begin() + leg.first, leg_shares_.begin() + leg.first + leg.count);
+    list_leg(leg, ends, links, shares);
+  } else {
+    if (ends.head != kNoLink) links.push_back(ends.head);
+    if (ends.tail != kNoLink) links.push_back(ends.tail);
   }
   into_node(ends.there, topology_.node.gateways[ends.entry], t, links);
   if (!shares.empty()) shares.resize(links.size(), 1.0);

@@ -67,7 +67,9 @@ class RoutedPaths : public models::PathProvider {
   // index `entry` (its network_leg arguments).
   struct Ends {
     uint32_t from = 0, to = 0, there = 0, entry = 0;
+    uint32_t head = kNoLink, tail = kNoLink;  // the gateways' links, where the leg leaves them out
   };
+  static constexpr uint32_t kNoLink = ~0u;
   bool to_network(protocol::FabricTransfer& t, std::vector<uint32_t>& links, Ends& ends) const;
   // The same to a GPU that is in the node.
   void into_node(uint32_t node, uint32_t device, protocol::FabricTransfer t, std::vector<uint32_t>& links) const;
@@ -81,14 +83,15 @@ class RoutedPaths : public models::PathProvider {
   uint32_t links_ = 0;       // directed links in all
   uint32_t node_devices_ = 0;  // devices per node (template)
   uint32_t switch_ids_ = 0;
-  // The network legs spread so far, by (from gateway, to gateway): their links and shares at
-  // [first, first + count) of leg_links_ and leg_shares_.
+  // The network legs spread so far, by pair of gateways or of gateway classes (network_leg):
+  // their links and shares at [first, first + count) of leg_links_ and leg_shares_.
   struct NetworkLeg {
     uint32_t first = 0, count = 0;
     uint32_t id = kNoLeg;  // its place in kept_, where it is kept
   };
   static constexpr size_t kMaxLegEntries = size_t(1) << 24;  // 16 M links kept, 192 MiB
-  NetworkLeg network_leg(uint32_t from, uint32_t to) const;
+  NetworkLeg network_leg(Ends& ends) const;
+  void list_leg(const NetworkLeg& leg, const Ends& ends, std::vector<uint32_t>& links, std::vector<double>& shares) const;
   mutable std::unordered_map<uint64_t, NetworkLeg> legs_;
   mutable std::vector<NetworkLeg> kept_;  // by id
   mutable std::vector<uint32_t> leg_links_;

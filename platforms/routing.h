@@ -149,6 +149,9 @@ class Routing {
   // in-network reduction (its flows cross switches outside any spread), network links that
   // frame packets differently, or more than kMaxBoundPairs pairs of gateway classes to spread.
   std::vector<bool> links_that_cannot_fill(bool in_network_reduction) const;
+  // The routing key of network gateway `gateway`: gateways of one key (hanging off the same
+  // switches) are routed to alike everywhere but on their own links.
+  uint32_t destination_key(uint32_t gateway) const { return key_of_[gateway]; }
   static constexpr uint64_t kMaxBoundPairs = uint64_t(1) << 20;
 
  private:

@@ -445,6 +445,57 @@ TEST(Routes, AFlowSpreadsOverTheNetworkAsItsChunksDo) {
   EXPECT_NEAR(total, 6.0, 1e-9);  // leaf, aggregation, core, aggregation, leaf: and the NIC's uplink
 }
 
+// RoutedPaths keeps one leg for every gateway on a switch to every gateway of a routing key
+// (the links between switches; the gateways' links whole): every pair of gateways of a
+// three-tier tree and of a rail-optimized network still gets its own spread, link by link.
+TEST(Routes, EveryPairOfGatewaysGetsItsOwnSpread) {
+  PlatformConfig rails = load_platform("dgx-a100");
+  rails.nodes = 12;
+  rails.network.radix = 8;
+  rails.validate();
+  for (const PlatformConfig& c : {single_gpu_nodes(64, Topology::FatTree, 8, 1.0, 3), rails}) {
+    const PlatformGraph g = generate_topology(c);
+    const Routing routing(g);
+    const RoutedPaths paths(g, routing, sc_core::SC_ZERO_TIME);
+    const Graph& net = g.network.graph;
+    const uint32_t first = paths.node_link_id(g.nodes, 0);  // the network's links follow the nodes'
+    std::vector<Routing::Share> spread;
+    Routing::SpreadScratch scratch;
+    std::vector<uint32_t> links;
+    std::vector<double> shares;
+    size_t pairs = 0;
+    for (uint32_t s = 0; s < g.gpu_count(); ++s)
+      for (uint32_t d = 0; d < g.gpu_count(); ++d) {
+        if (s / c.node.gpus == d / c.node.gpus) continue;
+        protocol::FabricTransfer t;
+        t.source = s;
+        t.destination = d;
+        paths.path(t, links, shares);
+        std::map<uint32_t, double> listed;
+        for (size_t i = 0; i < links.size(); ++i)
+          if (links[i] >= first) listed[links[i] - first] += models::PathProvider::share(shares, i);
+        // The gateways the path left and entered by: its first and last network links.
+        uint32_t from = ~0u, to = ~0u;
+        for (size_t i = 0; i < links.size(); ++i) {
+          if (links[i] < first) continue;
+          const GraphLink& l = net.links[(links[i] - first) / 2];
+          const uint32_t a = (links[i] - first) % 2 ? l.b : l.a, b = (links[i] - first) % 2 ? l.a : l.b;
+          if (a < g.network.gateways && from == ~0u) from = a;
+          if (b < g.network.gateways) to = b;
+        }
+        ASSERT_NE(from, ~0u);
+        ASSERT_NE(to, ~0u);
+        routing.network_spread(from, to, spread, scratch);
+        std::map<uint32_t, double> expected;
+        for (const Routing::Share& x : spread) expected[net.directed_link(x.device, x.port)] += x.share;
+        ASSERT_EQ(listed.size(), expected.size()) << s << " -> " << d;
+        for (const auto& [l, share] : expected) EXPECT_DOUBLE_EQ(listed[l], share) << s << " -> " << d;
+        ++pairs;
+      }
+    EXPECT_GT(pairs, 1000u);
+  }
+}
+
 TEST(Routes, ASwitchIslandIsUnroutableAndNamesTheLinks) {
   // What the loader rejects (tests/platforms/bad/disconnected_links.yaml) the router rejects
   // too, for a configuration built past the loader: two leaves that nothing joins.
