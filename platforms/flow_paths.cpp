@@ -16,6 +16,17 @@ RoutedPaths::RoutedPaths(const PlatformGraph& topology, const Routing& routing,
   const uint64_t ids = uint64_t(topology_.nodes) * node_devices_ + topology_.network.graph.devices.size();
   if (ids >= 0xffffffffu) throw std::invalid_argument("the platform has too many devices for flow fidelity");
   switch_ids_ = static_cast<uint32_t>(ids);
+  // A gateway with one link to a switch: that link both ways and the switch.
+  const Graph& net = topology_.network.graph;
+  const uint32_t gws = topology_.network.gateways;
+  one_link_.assign(gws, OneLink{});
+  for (uint32_t g = 0; g < gws; ++g) {
+    if (net.ports(g) != 1 || net.neighbor(g, 0) < gws) continue;
+    const GraphLink& l = net.links[net.devices[g].port_links[0]];
+    one_link_[g].out = network_link(g, 0);
+    one_link_[g].in = l.a == g ? network_link(l.b, l.b_port) : network_link(l.a, l.a_port);
+    one_link_[g].to = net.neighbor(g, 0);
+  }
 }
 
 const GraphLink& RoutedPaths::graph_link(uint32_t id) const {
@@ -157,16 +168,14 @@ uint32_t RoutedPaths::tree_hop(uint32_t from, uint32_t port, const protocol::Fab
 // Routing::links_that_cannot_fill uses), and the gateways' links are crossed whole (ends.head,
 // ends.tail); else it is every network link, kept per pair of gateways.
 RoutedPaths::NetworkLeg RoutedPaths::network_leg(Ends& ends) const {
-  const Graph& net = topology_.network.graph;
-  const uint32_t gws = topology_.network.gateways;
-  const auto single = [&](uint32_t gateway) { return net.ports(gateway) == 1 && net.neighbor(gateway, 0) >= gws; };
   uint64_t key = uint64_t(ends.from) << 32 | ends.to;
   ends.head = ends.tail = kNoLink;
-  if (single(ends.from) && single(ends.to) && net.neighbor(ends.from, 0) != net.neighbor(ends.to, 0)) {
-    ends.head = network_link(ends.from, 0);
-    const GraphLink& last = net.links[net.devices[ends.to].port_links[0]];  // into `to`, from its switch
-    ends.tail = last.a == ends.to ? network_link(last.b, last.b_port) : network_link(last.a, last.a_port);
-    key = uint64_t(1) << 63 | uint64_t(net.neighbor(ends.from, 0)) << 31 | routing_.destination_key(ends.to);
+  const OneLink& from = one_link_[ends.from];
+  const OneLink& to = one_link_[ends.to];
+  if (from.out != kNoLink && to.out != kNoLink && from.to != to.to) {
+    ends.head = from.out;
+    ends.tail = to.in;
+    key = uint64_t(1) << 63 | uint64_t(from.to) << 31 | routing_.destination_key(ends.to);
   }
   if (auto found = legs_.find(key); found != legs_.end()) return found->second;
   routing_.network_spread(ends.from, ends.to, spread_, scratch_);

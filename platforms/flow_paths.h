@@ -94,6 +94,11 @@ class RoutedPaths : public models::PathProvider {
   void list_leg(const NetworkLeg& leg, const Ends& ends, std::vector<uint32_t>& links, std::vector<double>& shares) const;
   mutable std::unordered_map<uint64_t, NetworkLeg> legs_;
   mutable std::vector<NetworkLeg> kept_;  // by id
+  // By network gateway, where it has one link to a switch: that link out and in, and the switch.
+  struct OneLink {
+    uint32_t out = kNoLink, in = kNoLink, to = 0;
+  };
+  std::vector<OneLink> one_link_;
   mutable std::vector<uint32_t> leg_links_;
   mutable std::vector<double> leg_shares_;
   mutable std::vector<Routing::Share> spread_;  // scratch of network_leg()
