@@ -59,10 +59,12 @@ std::vector<bool> Routing::links_that_cannot_fill(bool in_network_reduction) con
       const GraphLink& link = graph.links[graph.devices[g].port_links[p]];
       if (!same_framing(link.timing, framing)) return {};
       const double bandwidth = link.timing.bandwidth_bytes_per_s;
-      // A gateway with one uplink sends as its switch's other gateways do; one with several
-      // is a class of its own (by its own device index).
-      senders[graph.ports(g) == 1 ? graph.neighbor(g, 0) : g].add(g, bandwidth);
       receivers[key_of_[g]].add(g, bandwidth);
+      // A gateway with one uplink sends as its switch's other gateways do (by the switch's
+      // index); one with several is a class of its own (by its own); one cabled to another
+      // gateway alone crosses no switch.
+      if (graph.ports(g) > 1) senders[g].add(g, bandwidth);
+      else if (graph.neighbor(g, 0) >= gws) senders[graph.neighbor(g, 0)].add(g, bandwidth);
     }
   std::vector<uint32_t> sending;
   for (uint32_t c = 0; c < senders.size(); ++c)
