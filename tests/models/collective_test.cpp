@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "models/collectives/few_by_key.h"
 #include "tests/support/child_process.h"
 #include "tests/support/jobs.h"
 
@@ -69,6 +70,29 @@ INSTANTIATE_TEST_SUITE_P(Sizes, RingAllReduce,
                          ::testing::Values(RingCase{8, 64ull << 20}, RingCase{8, 256ull << 20},
                                            RingCase{8, 1ull << 30}, RingCase{4, 64ull << 20},
                                            RingCase{2, 128ull << 20}, RingCase{8, (96ull << 20) + 12345}));
+
+// The collective engine's messages in flight (models/collectives/few_by_key.h): found by key,
+// made value-initialized on first use, erased without disturbing the others.
+TEST(FewByKey, FindsMakesAndErasesByKey) {
+  models::FewByKey<int> few;
+  EXPECT_EQ(few.find(7), nullptr);
+  EXPECT_EQ(few[7], 0);  // made
+  few[7] = 70;
+  few[3] = 30;
+  few[9] = 90;
+  EXPECT_EQ(few.size(), 3u);
+  ASSERT_NE(few.find(3), nullptr);
+  EXPECT_EQ(*few.find(3), 30);
+  few.erase(7);  // the first: the last moves into its place
+  few.erase(42);  // absent: nothing
+  EXPECT_EQ(few.size(), 2u);
+  EXPECT_EQ(few.find(7), nullptr);
+  EXPECT_EQ(few[9], 90);
+  EXPECT_EQ(few[3], 30);
+  std::vector<uint64_t> keys;
+  for (const auto& [key, value] : few) keys.push_back(key);
+  EXPECT_EQ(keys, (std::vector<uint64_t>{9, 3}));
+}
 
 TEST(RingCollectives, ReduceScatterAndAllGatherTakeHalfAnAllReduce) {
   const int n = 8;
