@@ -1,8 +1,9 @@
 // make bench, scale group: training iterations at the sizes architects study, run by the
 // tessera executable as a user runs it. Each row prints the wall time and peak RSS of the
 // process (building the job, the platform and its routes included) and the iteration time it
-// predicts. Simulated fidelities are stopped at TESSERA_BENCH_MAX_WALL_S seconds (default 300)
-// by tessera's own --max-wall-s; such a row prints how far it got instead of a time.
+// predicts. Simulated fidelities are stopped at TESSERA_BENCH_MAX_WALL_S seconds (default 660:
+// the largest target, 10 min, and a tenth) by tessera's own --max-wall-s; such a row prints how
+// far it got instead of a time.
 //
 //   tessera_bench_scale [rows|scaling] [--flow-up-to GPUS]
 #include <sys/resource.h>
@@ -28,7 +29,7 @@ struct Outcome {
 
 double max_wall_s() {
   const char* v = std::getenv("TESSERA_BENCH_MAX_WALL_S");
-  return v && std::atof(v) > 0 ? std::atof(v) : 300;
+  return v && std::atof(v) > 0 ? std::atof(v) : 660;
 }
 
 // The report's iteration time, read from its head: a child forked later would count this
