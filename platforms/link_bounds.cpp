@@ -76,7 +76,8 @@ std::vector<bool> Routing::links_that_cannot_fill(bool in_network_reduction) con
   std::vector<uint32_t> touched;
   std::vector<Share> spread;
   SpreadScratch scratch;
-  // Adds share x capacity of the class, its largest share per link over the other classes.
+  // Spreads a transfer between the classes' representatives and keeps, per link between
+  // switches, the largest share seen since the last settle().
   auto spread_pair = [&](const GatewayClass& s, const GatewayClass& t) {
     const uint32_t from = s.first;
     const uint32_t to = t.first != from ? t.first : t.second;
@@ -93,6 +94,7 @@ std::vector<bool> Routing::links_that_cannot_fill(bool in_network_reduction) con
       most[l] = std::max(most[l], x.share);
     }
   };
+  // Adds to each link's bound its largest share times the capacity of the class held fixed.
   auto settle = [&](std::vector<double>& bound, double capacity) {
     for (uint32_t l : touched) {
       bound[l] += capacity * most[l];
