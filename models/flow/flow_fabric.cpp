@@ -71,6 +71,11 @@ void FlowFabric::forbid(std::vector<bool> links, std::function<void(uint32_t)> c
   forbidden_ = std::move(links);
   forbidden_.resize(links_.size(), false);
   crossed_ = std::move(crossed);
+  for (uint32_t id = 0; id < legs_.size(); ++id) {  // legs made before: whether they cross one
+    if (!legs_[id].ready) continue;
+    const auto [links, shares, count] = paths_.leg(id);
+    legs_[id].forbidden = std::any_of(links, links + count, [this](uint32_t l) { return forbidden_[l]; });
+  }
 }
 
 void FlowFabric::never_fill(std::vector<bool> links) {
