@@ -19,6 +19,9 @@ RoutedPaths::RoutedPaths(const PlatformGraph& topology, const Routing& routing,
   // A gateway with one link to a switch: that link both ways and the switch.
   const Graph& net = topology_.network.graph;
   const uint32_t gws = topology_.network.gateways;
+  // network_leg's keys: a pair of gateways in 32 bits each, a switch and a routing key in 31.
+  if (net.devices.size() >= (uint64_t(1) << 31))
+    throw std::invalid_argument("the platform has too many network devices for flow fidelity");
   one_link_.assign(gws, OneLink{});
   for (uint32_t g = 0; g < gws; ++g) {
     if (net.ports(g) != 1 || net.neighbor(g, 0) < gws) continue;
@@ -175,7 +178,7 @@ RoutedPaths::NetworkLeg RoutedPaths::network_leg(Ends& ends) const {
   if (from.out != kNoLink && to.out != kNoLink && from.to != to.to) {
     ends.head = from.out;
     ends.tail = to.in;
-    key = uint64_t(1) << 63 | uint64_t(from.to) << 31 | routing_.destination_key(ends.to);
+    key = uint64_t(1) << 63 | uint64_t(from.to) << 31 | routing_.destination_key(ends.to);  // (both < 2^31)
   }
   if (auto found = legs_.find(key); found != legs_.end()) return found->second;
   routing_.network_spread(ends.from, ends.to, spread_, scratch_);

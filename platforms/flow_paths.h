@@ -62,9 +62,9 @@ class RoutedPaths : public models::PathProvider {
   // the node goes: true where it reached the GPU, false at the gateway it leaves by (the
   // source GPU's first hop writes t.gateway).
   bool node_leg(uint32_t node, uint32_t device, protocol::FabricTransfer& t, std::vector<uint32_t>& links) const;
-  // The path's links up to its network leg (true: it is all in the node), and the leg: from
-  // the source's gateway `from` to the destination's `to`, in node `there`, entered by gateway
-  // index `entry` (its network_leg arguments).
+  // The path's links up to its network leg (true: it is all in the node), and the leg's ends:
+  // from the source's gateway `from` to the destination's `to`, in node `there`, entered by
+  // gateway index `entry`; network_leg fills `head` and `tail`.
   struct Ends {
     uint32_t from = 0, to = 0, there = 0, entry = 0;
     uint32_t head = kNoLink, tail = kNoLink;  // the gateways' links, where the leg leaves them out

@@ -27,6 +27,12 @@
 // wire_bytes_l(P)/P of the link's capacity per payload byte/s. The allocator works in payload
 // bytes/s with those per-hop weights; the fairness is in payload bytes.
 //
+// Network legs and links that never fill (docs/fidelity.md): a path's network leg, spread over
+// dozens of equal-cost links, is named by the provider (path_with_leg) and kept once here
+// (LegState): its latency, the links of it the allocator sees, and its finished flows' figures,
+// added to its links' counters when they are read. Links the platform proves can never fill
+// (never_fill) are left out of the allocator: the rates are the same without them.
+//
 // Wiring, done by the platform builder:
 //   FlowFabric fabric("fabric", provider);    // provider outlives the fabric
 //   fabric.attach(rank, gpu);                 // for every rank: the Gpu implements FlowSink
