@@ -74,8 +74,12 @@ void FlowFabric::forbid(std::vector<bool> links, std::function<void(uint32_t)> c
   for (uint32_t id = 0; id < legs_.size(); ++id) {  // legs made before: whether they cross one
     if (!legs_[id].ready) continue;
     const auto [links, shares, count] = paths_.leg(id);
-    legs_[id].forbidden = std::any_of(links, links + count, [this](uint32_t l) { return forbidden_[l]; });
+    legs_[id].forbidden = crosses_forbidden(links, count);
   }
+}
+
+bool FlowFabric::crosses_forbidden(const uint32_t* links, size_t count) const {
+  return !forbidden_.empty() && std::any_of(links, links + count, [this](uint32_t l) { return forbidden_[l]; });
 }
 
 void FlowFabric::never_fill(std::vector<bool> links) {
@@ -123,9 +127,9 @@ FlowFabric::LegState& FlowFabric::leg_state(uint32_t id) {
   const auto [links, shares, count] = paths_.leg(id);
   sc_core::sc_time latency = sc_core::SC_ZERO_TIME;
   leg.timing_of.resize(count);
+  leg.forbidden = crosses_forbidden(links, count);
   for (uint32_t i = 0; i < count; ++i) {
     const LinkState& link = links_.at(links[i]);
-    leg.forbidden |= !forbidden_.empty() && forbidden_[links[i]];
     if (shares[i] == 1.0) latency += link.spec.timing.latency + link.spec.hop_latency;
     else leg.spread_latency_s += shares[i] * link.latency_s;
     if (never_fill_.empty() || !never_fill_[links[i]]) {
@@ -146,19 +150,23 @@ FlowFabric::LegState& FlowFabric::leg_state(uint32_t id) {
   return leg;
 }
 
-double FlowFabric::leg_chunk_ps(uint32_t id, uint64_t chunk_bytes, float wire_factor) const {
-  const auto [links, shares, count] = paths_.leg(id);
+template <class ShareOf>
+double FlowFabric::chunk_ps(const uint32_t* links, size_t count, ShareOf share, uint64_t bytes,
+                            float wire_factor) const {
   double chunk = 0.0;
-  for (uint32_t i = 0; i < count; ++i)
-    chunk += shares[i] * double(links_[links[i]].spec.timing.serialization_ps(chunk_bytes, wire_factor));
+  for (size_t i = 0; i < count; ++i)
+    chunk += share(i) * double(links_[links[i]].spec.timing.serialization_ps(bytes, wire_factor));
   return chunk;
 }
 
-double FlowFabric::leg_header_bytes(uint32_t id) const {
-  const auto [links, shares, count] = paths_.leg(id);
+double FlowFabric::header_bytes(const uint32_t* links, size_t count) const {
   double size = 0.0;
-  for (uint32_t i = 0; i < count; ++i) size = std::max(size, links_[links[i]].spec.timing.wire_bytes(0));
+  for (size_t i = 0; i < count; ++i) size = std::max(size, links_.at(links[i]).spec.timing.wire_bytes(0));
   return size;
+}
+
+sc_dt::uint64 FlowFabric::busy_share(sc_dt::uint64 busy, double share) {
+  return share == 1.0 ? busy : static_cast<sc_dt::uint64>(static_cast<double>(busy) * share + 0.5);
 }
 
 // What the flow of `t` (`size` bytes on the wire's scale) costs each link of its path: the
@@ -219,11 +227,14 @@ sc_dt::uint64 FlowFabric::earliest_arrival(const protocol::FabricTransfer& t, co
   if (t.steps <= 1 && !(via_switch && t.step_chunk_bytes > 0)) return f.since;
   // Per step: the chunk it forwards, stored and forwarded on every link of the path (as packet
   // fidelity's ports do), the path's latency and the handshake.
-  double chunk = 0.0;
-  for (size_t i = 0; i < path_.size(); ++i)
-    chunk += PathProvider::share(shares_, i) *
-             double(links_[path_[i]].spec.timing.serialization_ps(t.step_chunk_bytes, t.wire_factor));
-  if (f.leg != PathProvider::kNoLeg) chunk += leg_chunk_ps(f.leg, t.step_chunk_bytes, t.wire_factor);
+  double chunk = chunk_ps(
+      path_.data(), path_.size(), [this](size_t i) { return PathProvider::share(shares_, i); }, t.step_chunk_bytes,
+      t.wire_factor);
+  if (f.leg != PathProvider::kNoLeg) {
+    const auto [links, shares, count] = paths_.leg(f.leg);
+    chunk += chunk_ps(links, count, [shares = shares](size_t i) { return shares[i]; }, t.step_chunk_bytes,
+                      t.wire_factor);
+  }
   const sc_dt::uint64 step = f.latency + t.step_latency + static_cast<sc_dt::uint64>(std::llround(chunk));
   return f.since + step * t.steps - t.step_latency;
 }
@@ -233,8 +244,11 @@ void FlowFabric::start(tlm::tlm_generic_payload& gp, PacketSource& source, uint3
   const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
   double size = double(t.bytes);
   if (t.bytes == 0) {  // a header-only transfer: its size is its largest wire footprint
-    for (uint32_t l : path_) size = std::max(size, links_.at(l).spec.timing.wire_bytes(0));
-    if (leg_id != PathProvider::kNoLeg) size = std::max(size, leg_header_bytes(leg_id));
+    size = header_bytes(path_.data(), path_.size());
+    if (leg_id != PathProvider::kNoLeg) {
+      const auto [links, shares, count] = paths_.leg(leg_id);
+      size = std::max(size, header_bytes(links, count));
+    }
   }
   const PathLatency latency = hops(t, size, leg_id);
   const uint32_t id = share_.add(hop_links_.data(), hop_weights_.data(), hop_links_.size(), t.rate_cap);
@@ -339,7 +353,7 @@ void FlowFabric::carried(const std::vector<uint32_t>& path, const std::vector<do
       last = &link.spec.timing;
       busy = last->serialization_ps(bytes, wire_factor);
     }
-    link.busy += share == 1.0 ? busy : static_cast<sc_dt::uint64>(static_cast<double>(busy) * share + 0.5);
+    link.busy += busy_share(busy, share);
   }
 }
 
@@ -363,7 +377,7 @@ void FlowFabric::fold_legs() const {
       const sc_dt::uint64 busy = leg.busy[leg.timing_of[i]];
       link.bytes += shares[i] * leg.bytes;
       link.chunks += shares[i] * leg.chunks;
-      link.busy += shares[i] == 1.0 ? busy : static_cast<sc_dt::uint64>(static_cast<double>(busy) * shares[i] + 0.5);
+      link.busy += busy_share(busy, shares[i]);
     }
     leg.bytes = leg.chunks = 0.0;
     std::fill(leg.busy.begin(), leg.busy.end(), 0);

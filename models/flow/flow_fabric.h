@@ -234,10 +234,16 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   PathLatency hops(const protocol::FabricTransfer& t, double size, uint32_t leg);
   sc_dt::uint64 earliest_arrival(const protocol::FabricTransfer& t, const Flow& f, bool via_switch) const;
   LegState& leg_state(uint32_t leg);
-  // The chunk's serialization over the links of `leg`, each weighted by its share (ps).
-  double leg_chunk_ps(uint32_t leg, uint64_t chunk_bytes, float wire_factor) const;
-  // The largest wire footprint of a header-only transfer on the links of `leg`.
-  double leg_header_bytes(uint32_t leg) const;
+  // Whether any of the `count` links listed is forbidden.
+  bool crosses_forbidden(const uint32_t* links, size_t count) const;
+  // The serialization of `bytes` over the `count` links listed, each weighted by its share
+  // (`share(i)`, the i-th link's), in ps: a chunk stored and forwarded on every link.
+  template <class ShareOf>
+  double chunk_ps(const uint32_t* links, size_t count, ShareOf share, uint64_t bytes, float wire_factor) const;
+  // The largest wire footprint of a header-only transfer on the `count` links listed.
+  double header_bytes(const uint32_t* links, size_t count) const;
+  // A flow's part of busy time `busy` on a link it puts `share` of its bytes on (rounded).
+  static sc_dt::uint64 busy_share(sc_dt::uint64 busy, double share);
   void leg_carried(LegState& leg, uint64_t bytes, float wire_factor);
   // A link's counters with the legs' figures added (they are added once, when first read).
   const LinkState& counted(uint32_t link) const;
