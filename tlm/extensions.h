@@ -3,7 +3,7 @@
 // Three kinds of transaction exist: a compute event (a kernel sent from a GPU's command
 // processor to its compute engine), a collective event (an NCCL-like call sent to the GPU's
 // collective engine) and a fabric transfer (one chunk of bytes crossing links and switches).
-// Payloads come from PayloadPool, which attaches one of each extension once, for the payload's
+// Payloads come from PayloadPool: each is a Payload, which holds one of each extension for its
 // whole life, so nothing is allocated per transaction.
 #pragma once
 
@@ -147,14 +147,34 @@ struct FabricTransfer : tlm::tlm_extension<FabricTransfer> {
   }
 };
 
-inline ComputeEvent& compute_event(tlm::tlm_generic_payload& gp) {
-  return *gp.get_extension<ComputeEvent>();
-}
+// A payload of tessera's (PayloadPool makes them all): one of each extension held in place and
+// attached for the payload's whole life, so TLM's get_extension finds them, and the accessors
+// below reach them without the extension table's lookup (a call into the SystemC library and two
+// loads from other cache lines, per access, on the hot path).
+class Payload final : public tlm::tlm_generic_payload {
+ public:
+  explicit Payload(tlm::tlm_mm_interface* mm) : tlm::tlm_generic_payload(mm) {
+    set_extension(&compute);
+    set_extension(&collective);
+    set_extension(&transfer);
+  }
+  ~Payload() override {  // the extensions are members, not the payload's to delete
+    clear_extension(&compute);
+    clear_extension(&collective);
+    clear_extension(&transfer);
+  }
+  Payload(const Payload&) = delete;
+  Payload& operator=(const Payload&) = delete;
+
+  ComputeEvent compute;
+  CollectiveEvent collective;
+  FabricTransfer transfer;
+};
+
+inline ComputeEvent& compute_event(tlm::tlm_generic_payload& gp) { return static_cast<Payload&>(gp).compute; }
 inline CollectiveEvent& collective_event(tlm::tlm_generic_payload& gp) {
-  return *gp.get_extension<CollectiveEvent>();
+  return static_cast<Payload&>(gp).collective;
 }
-inline FabricTransfer& fabric_transfer(tlm::tlm_generic_payload& gp) {
-  return *gp.get_extension<FabricTransfer>();
-}
+inline FabricTransfer& fabric_transfer(tlm::tlm_generic_payload& gp) { return static_cast<Payload&>(gp).transfer; }
 
 }  // namespace tessera::protocol

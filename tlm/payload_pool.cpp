@@ -1,7 +1,5 @@
 #include "tlm/payload_pool.h"
 
-#include "tlm/extensions.h"
-
 namespace tessera::protocol {
 
 PayloadPool::~PayloadPool() {
@@ -15,11 +13,8 @@ tlm::tlm_generic_payload* PayloadPool::acquire() {
     gp = free_.back();
     free_.pop_back();
   } else {
-    all_.push_back(std::make_unique<tlm::tlm_generic_payload>(this));
+    all_.push_back(std::make_unique<Payload>(this));
     gp = all_.back().get();
-    gp->set_extension(new ComputeEvent);
-    gp->set_extension(new CollectiveEvent);
-    gp->set_extension(new FabricTransfer);
   }
   gp->set_command(tlm::TLM_WRITE_COMMAND);
   gp->set_address(0);

@@ -9,6 +9,8 @@
 
 #include <tlm>
 
+#include "tlm/extensions.h"
+
 namespace tessera::protocol {
 
 class PayloadPool : public tlm::tlm_mm_interface {
@@ -26,7 +28,7 @@ class PayloadPool : public tlm::tlm_mm_interface {
   uint64_t in_use() const { return all_.size() - free_.size(); }
 
  private:
-  std::vector<std::unique_ptr<tlm::tlm_generic_payload>> all_;
+  std::vector<std::unique_ptr<Payload>> all_;
   std::vector<tlm::tlm_generic_payload*> free_;
 };
 

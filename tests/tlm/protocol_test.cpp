@@ -40,6 +40,10 @@ TEST_F(ProtocolTest, PoolReusesPayloadsWithTheirExtensions) {
   ASSERT_NE(a->get_extension<FabricTransfer>(), nullptr);
   ASSERT_NE(a->get_extension<ComputeEvent>(), nullptr);
   ASSERT_NE(a->get_extension<CollectiveEvent>(), nullptr);
+  // The accessors reach the extensions TLM's table holds, without its lookup.
+  EXPECT_EQ(&fabric_transfer(*a), a->get_extension<FabricTransfer>());
+  EXPECT_EQ(&compute_event(*a), a->get_extension<ComputeEvent>());
+  EXPECT_EQ(&collective_event(*a), a->get_extension<CollectiveEvent>());
   fabric_transfer(*a).bytes = 42;
   EXPECT_EQ(pool.in_use(), 1u);
   a->release();  // reference count 0: back to the pool
@@ -47,7 +51,8 @@ TEST_F(ProtocolTest, PoolReusesPayloadsWithTheirExtensions) {
   tlm::tlm_generic_payload* b = pool.acquire();
   EXPECT_EQ(a, b);
   EXPECT_EQ(pool.created(), 1u);
-  EXPECT_NE(b->get_extension<FabricTransfer>(), nullptr);
+  EXPECT_EQ(b->get_extension<FabricTransfer>(), &fabric_transfer(*b));
+  EXPECT_EQ(fabric_transfer(*b).bytes, 42u);  // an extension keeps its fields until set again
   tlm::tlm_generic_payload* c = pool.acquire();
   EXPECT_NE(b, c);
   EXPECT_EQ(pool.created(), 2u);
