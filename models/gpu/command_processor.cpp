@@ -156,13 +156,13 @@ void CommandProcessor::replay(uint32_t index) {
 
 void CommandProcessor::matched(uint32_t index, bool leader) {
   const sc_time now = sc_core::sc_time_stamp();
-  const auto it = unmatched_.find(index);
-  if (it == unmatched_.end()) {
-    unmatched_.emplace(index, Unmatched{now, leader});
+  const Unmatched* first = unmatched_.find(index);
+  if (first == nullptr) {
+    unmatched_[index] = Unmatched{now, leader};
     return;
   }
-  const Unmatched other = it->second;
-  unmatched_.erase(it);
+  const Unmatched other = *first;
+  unmatched_.erase(index);
   if (other.leader == leader) return symmetry_->diverged(rank_->rank, leader_->rank_->rank, index);
   leader_->skewed(index, (now - other.at).to_seconds());  // `other` came first
 }

@@ -8,11 +8,11 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include <systemc>
 
+#include "models/collectives/few_by_key.h"
 #include "models/gpu/activity.h"
 #include "models/gpu/program_graph.h"
 #include "tlm/extensions.h"
@@ -82,7 +82,7 @@ class CommandProcessor : public sc_core::sc_module {
   // representative makes the call alone (CollectiveEngine::echo); those it does not replay.
   void leave_out_echoed(std::shared_ptr<const std::vector<bool>> ops);
   // A follower: every op it issued completed and matched its representative's.
-  bool in_step() const { return replaying_ == 0 && unmatched_.empty(); }
+  bool in_step() const { return replaying_ == 0 && unmatched_.size() == 0; }
 
   bool finished() const { return iteration_ + 1 >= iterations_ && completed_ == total_; }
   // Ops completed over every iteration.
@@ -132,14 +132,14 @@ class CommandProcessor : public sc_core::sc_module {
     sc_core::sc_time at;
     bool leader = false;
   };
-  std::unordered_map<uint32_t, Unmatched> unmatched_;
+  FewByKey<Unmatched> unmatched_;  // by op: a handful at a time
   // A representative: per op completed on some of its followers, the farthest apart so far.
   struct Skew {
     double seconds = 0;
     uint32_t followers = 0;  // that completed it
     uint32_t replaying = 0;  // that replay it
   };
-  std::unordered_map<uint32_t, Skew> skews_;
+  FewByKey<Skew> skews_;
   void skewed(uint32_t index, double seconds);
   uint64_t replaying_ = 0;  // ops a follower issued and that have not completed
   uint64_t completed_ = 0;  // in the current iteration
