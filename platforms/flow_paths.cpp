@@ -180,7 +180,7 @@ RoutedPaths::NetworkLeg RoutedPaths::network_leg(Ends& ends) const {
     ends.tail = to.in;
     key = uint64_t(1) << 63 | uint64_t(from.to) << 31 | routing_.destination_key(ends.to);  // (both < 2^31)
   }
-  if (auto found = legs_.find(key); found != legs_.end()) return found->second;
+  if (const NetworkLeg* found = legs_.find(key)) return *found;
   routing_.network_spread(ends.from, ends.to, spread_, scratch_);
   const bool keep = leg_links_.size() + spread_.size() <= kMaxLegEntries;
   if (!keep) {
@@ -198,7 +198,7 @@ RoutedPaths::NetworkLeg RoutedPaths::network_leg(Ends& ends) const {
   if (keep) {
     leg.id = static_cast<uint32_t>(kept_.size());
     kept_.push_back(leg);
-    legs_.emplace(key, leg);
+    legs_.insert(key, leg);
   }
   return leg;
 }

@@ -9,10 +9,10 @@
 
 #include <cstdint>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "models/flow/flow_fabric.h"
+#include "platforms/keyed_table.h"
 #include "platforms/routing.h"
 #include "platforms/topology.h"
 
@@ -92,7 +92,7 @@ class RoutedPaths : public models::PathProvider {
   static constexpr size_t kMaxLegEntries = size_t(1) << 24;  // 16 M links kept, 192 MiB
   NetworkLeg network_leg(Ends& ends) const;
   void list_leg(const NetworkLeg& leg, const Ends& ends, std::vector<uint32_t>& links, std::vector<double>& shares) const;
-  mutable std::unordered_map<uint64_t, NetworkLeg> legs_;
+  mutable KeyedTable<NetworkLeg> legs_;
   mutable std::vector<NetworkLeg> kept_;  // by id
   // By network gateway, where it has one link to a switch: that link out and in, and the switch.
   struct OneLink {
