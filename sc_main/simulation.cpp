@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -123,11 +124,11 @@ class Waveform {
 class SymmetryWatch : public models::SymmetryMonitor {
  public:
   static constexpr double kSkewBudget = 1e-3, kSkewLimit = 1e-2;
-  void skew(int representative, uint32_t op, double seconds) override {
+  explicit SymmetryWatch(const workloads::Job& job) : job_(job) {}
+  void skew(int representative, int follower, uint32_t op, double seconds) override {
     if (seconds <= 0 || !broken_.empty()) return;
     total_s_ += seconds;
-    last_ = "GPU " + std::to_string(representative) + "'s op " + std::to_string(op) + ", " + format_us(seconds) +
-            " from a GPU replaying it";
+    last_ = {representative, follower, op, seconds};
     check(kSkewLimit);
   }
   // At the end of the run.
@@ -149,8 +150,31 @@ class SymmetryWatch : public models::SymmetryMonitor {
     if (total_s_ <= share * now) return;
     std::ostringstream text;
     text << "by " << format_us(total_s_) << " over " << format_us(now) << " simulated, more than "
-         << share * 100 << "%; the last: " << last_;
+         << share * 100 << "%; the last: " << describe(last_);
     stop(text.str());
+  }
+  struct Skew {
+    int representative = 0, follower = 0;
+    uint32_t op = 0;
+    double seconds = 0;
+  };
+  // "GPU 2560's op 4692 'NAME' (recv, 128 MiB), 8319.970 us from GPU 2808, which replays it"
+  std::string describe(const Skew& s) const {
+    const workloads::Op& op = job_.ranks[size_t(s.representative)].program->ops[s.op];
+    std::ostringstream text;
+    text << "GPU " << s.representative << "'s op " << s.op << " '" << job_.op_name(op) << "' ("
+         << (op.kind == workloads::OpKind::Collective ? to_string(op.collective) : to_string(op.kind)) << ", "
+         << format_bytes(double(op.message_bytes)) << "), " << format_us(s.seconds) << " from GPU " << s.follower
+         << ", which replays it";
+    return text.str();
+  }
+  static std::string format_bytes(double bytes) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    size_t u = 0;
+    for (; bytes >= 1024.0 && u + 1 < std::size(units); ++u) bytes /= 1024.0;
+    char text[32];
+    std::snprintf(text, sizeof text, "%.4g %s", bytes, units[u]);
+    return text;
   }
   static std::string format_us(double s) {
     char text[32];
@@ -162,8 +186,10 @@ class SymmetryWatch : public models::SymmetryMonitor {
     broken_ = why;
     if (sc_core::sc_is_running()) sc_core::sc_stop();
   }
+  const workloads::Job& job_;
   double total_s_ = 0;
-  std::string last_, broken_;
+  Skew last_;
+  std::string broken_;
 };
 
 // Makes the GPUs of replica groups follow their representatives.
@@ -390,7 +416,7 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
   if (options.symmetry && options.fidelity == platforms::Fidelity::Flow && platform.rtl_ports().empty())
     replicas = workloads::find_replicas(job);
   const bool symmetric = replicas.any();
-  SymmetryWatch watch;
+  SymmetryWatch watch(job);
 
   // One dependency graph per distinct program.
   std::map<const workloads::Program*, std::shared_ptr<const models::ProgramGraph>> graphs;

@@ -164,16 +164,19 @@ void CommandProcessor::matched(uint32_t index, bool leader) {
   const Unmatched other = *first;
   unmatched_.erase(index);
   if (other.leader == leader) return symmetry_->diverged(rank_->rank, leader_->rank_->rank, index);
-  leader_->skewed(index, (now - other.at).to_seconds());  // `other` came first
+  leader_->skewed(index, (now - other.at).to_seconds(), rank_->rank);  // `other` came first
 }
 
-void CommandProcessor::skewed(uint32_t index, double seconds) {
+void CommandProcessor::skewed(uint32_t index, double seconds, int follower) {
   Skew& s = skews_[index];
-  s.seconds = std::max(s.seconds, seconds);
+  if (s.farthest < 0 || seconds > s.seconds) {
+    s.seconds = seconds;
+    s.farthest = follower;
+  }
   if (++s.followers < s.replaying) return;
-  const double farthest = s.seconds;
+  const Skew farthest = s;
   skews_.erase(index);
-  symmetry_->skew(rank_->rank, index, farthest);
+  symmetry_->skew(rank_->rank, farthest.farthest, index, farthest.seconds);
 }
 
 tlm::tlm_sync_enum CommandProcessor::nb_transport_bw(tlm::tlm_generic_payload& gp,

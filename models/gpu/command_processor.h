@@ -34,8 +34,9 @@ class ProgressMonitor {
 class SymmetryMonitor {
  public:
   virtual ~SymmetryMonitor() = default;
-  // Op `op` completed on `representative` and all its followers, the farthest `seconds` apart.
-  virtual void skew(int representative, uint32_t op, double seconds) = 0;
+  // Op `op` completed on `representative` and all its followers, the farthest (`follower`)
+  // `seconds` apart.
+  virtual void skew(int representative, int follower, uint32_t op, double seconds) = 0;
   // A follower completed op `op` twice before its representative did once, or the reverse.
   virtual void diverged(int follower, int representative, uint32_t op) = 0;
 };
@@ -136,11 +137,12 @@ class CommandProcessor : public sc_core::sc_module {
   // A representative: per op completed on some of its followers, the farthest apart so far.
   struct Skew {
     double seconds = 0;
+    int farthest = -1;       // the follower that completed it `seconds` apart
     uint32_t followers = 0;  // that completed it
     uint32_t replaying = 0;  // that replay it
   };
   FewByKey<Skew> skews_;
-  void skewed(uint32_t index, double seconds);
+  void skewed(uint32_t index, double seconds, int follower);
   uint64_t replaying_ = 0;  // ops a follower issued and that have not completed
   uint64_t completed_ = 0;  // in the current iteration
   uint64_t total_ = 0;      // ops of one iteration

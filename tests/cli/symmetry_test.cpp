@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <regex>
 #include <string>
 
 #include "run_tessera.h"
@@ -73,6 +74,11 @@ TEST_P(Symmetry, SameReportAsEveryGpuSimulated) {
   } else {
     EXPECT_EQ(on.simulated, on.gpus);
     EXPECT_NE(on.err.find("drifted apart"), std::string::npos) << on.err;
+    // The note names the call apart: the representative's op, its kind and size, and the GPU
+    // replaying it that completed it farthest from it.
+    EXPECT_TRUE(std::regex_search(on.err, std::regex("GPU [0-9]+'s op [0-9]+ '[^']+' \\([a-z]+, [0-9.]+ [KMG]?i?B\\), "
+                                                     "[0-9.]+ us from GPU [0-9]+, which replays it")))
+        << on.err;
   }
 }
 
