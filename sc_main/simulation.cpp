@@ -158,7 +158,7 @@ class SymmetryWatch : public models::SymmetryMonitor {
     uint32_t op = 0;
     double seconds = 0;
   };
-  // "GPU 2560's op 4692 'NAME' (recv, 128 MiB), 8319.970 us from GPU 2808, which replays it"
+  // "GPU 2560's op 4692 'pp.recv_grad' (recv, 128 MiB), 8319.970 us from GPU 2823, which replays it"
   std::string describe(const Skew& s) const {
     const workloads::Op& op = job_.ranks[size_t(s.representative)].program->ops[s.op];
     std::ostringstream text;

@@ -1,9 +1,9 @@
 // A few values by a 64-bit key, kept in one vector and searched in turn: a rank has a handful of
 // point-to-point messages in flight, a GPU replaying another's calls a handful completed on one
 // of the two only, and the node-based hash table it replaces cost two waits on memory per lookup
-// and an allocation per entry (a rank's state leaves the caches between its events). Erasing moves the
-// last entry into the gap, so the order of the entries is the order of the calls, never of
-// addresses or hashes.
+// and an allocation per entry (a rank's state leaves the caches between its events). Erasing
+// moves the last entry into the gap, so the order of the entries is the order of the calls,
+// never of addresses or hashes.
 #pragma once
 
 #include <cstdint>
