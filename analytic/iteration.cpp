@@ -58,12 +58,25 @@ struct KernelSummary {
   models::ComputeCause compute_cause = models::ComputeCause::Gemm;
 };
 
+// Kernels that run back to back: a compute op whose only successor is the next op of the
+// program, itself a compute op that waits for nothing else, in a program whose compute ops are
+// all on one stream (so no other kernel can queue between them: docs/analytic.md, "Speed").
+// The walk runs them as one: an event and a queue entry for the run instead of one per kernel,
+// its time split among its members by their work. Runs repeat from micro-batch to micro-batch
+// as kernels do, so a program has a few dozen.
+struct KernelRun {
+  double seconds = 0;   // its members' on an idle GPU, added in order
+  uint32_t first = 0;   // its members' kernels: ProgramSummary::members[first, first + count)
+  uint32_t count = 0;
+  models::TimeCause cause = models::TimeCause::Compute;  // every member's
+};
+
 // Per op, what the walk reads of it, in 12 bytes: the walk's working set is one array of these
 // per program walked, per rank walked the counts of predecessors not done, and the graph's
 // successor lists; never the program's ops.
 struct OpInfo {
   uint32_t successors = 0;  // its first in the graph's successor list; the next op's first ends them
-  uint32_t info = 0;        // compute and copy: its KernelSummary; else its Communication
+  uint32_t info = 0;        // compute: its KernelRun (a run's first op); copy: its KernelSummary; else its Communication
   OpKind kind = OpKind::Compute;
 };
 
@@ -85,7 +98,55 @@ struct ProgramSummary {
   std::shared_ptr<const models::ProgramGraph> graph;
   std::vector<OpInfo> ops;  // one per op, and one more that ends the last op's successors
   std::vector<KernelSummary> kernels;
+  std::vector<KernelRun> runs;
+  std::vector<uint32_t> members;  // the runs' kernels, each run's in a row
   std::vector<uint32_t> communication;  // the communication ops, in program order
+};
+
+// A program's kernel runs, each distinct sequence of kernels once: a run is found from the
+// run of its members but the last and its last kernel (most often the one found before).
+class RunTable {
+ public:
+  explicit RunTable(ProgramSummary& summary) : summary_(summary) {}
+  uint32_t single(uint32_t kernel) {
+    if (kernel >= single_.size()) single_.resize(kernel + 1, kNone);
+    if (single_[kernel] == kNone) single_[kernel] = add(kNone, kernel);
+    return single_[kernel];
+  }
+  uint32_t extend(uint32_t run, uint32_t kernel) {
+    Child& last = last_child_[run];
+    if (last.kernel == kernel) return last.run;
+    const uint64_t key = uint64_t(run) << 32 | kernel;
+    auto it = children_.find(key);
+    const uint32_t child = it != children_.end() ? it->second : children_[key] = add(run, kernel);
+    last_child_[run] = Child{kernel, child};  // (add may have moved `last`)
+    return child;
+  }
+
+ private:
+  static constexpr uint32_t kNone = UINT32_MAX;
+  uint32_t add(uint32_t parent, uint32_t kernel) {
+    std::vector<uint32_t>& members = summary_.members;
+    const KernelSummary& k = summary_.kernels[kernel];
+    KernelRun run{k.seconds, static_cast<uint32_t>(members.size()), 1, k.cause};
+    if (parent != kNone) {
+      const KernelRun p = summary_.runs[parent];
+      for (uint32_t m = 0; m < p.count; ++m) members.push_back(members[p.first + m]);
+      run.seconds = p.seconds + k.seconds;
+      run.count = p.count + 1;
+    }
+    members.push_back(kernel);
+    summary_.runs.push_back(run);
+    last_child_.push_back(Child{});
+    return static_cast<uint32_t>(summary_.runs.size() - 1);
+  }
+  struct Child {
+    uint32_t kernel = kNone, run = kNone;
+  };
+  ProgramSummary& summary_;
+  std::vector<uint32_t> single_;    // by kernel: its run alone
+  std::vector<Child> last_child_;   // by run: the last run found from it
+  std::unordered_map<uint64_t, uint32_t> children_;  // (run, kernel) -> run
 };
 
 // A communication op of a rank walked: collective, send or receive.
@@ -113,16 +174,20 @@ struct RankState {
   std::vector<double> end;
   uint32_t last_kernel = 0, last_copy = 0;
   uint64_t done = 0;
-  // The compute engine: one kernel at a time in arrival order.
+  // The compute engine: one kernel run at a time in arrival order. `remaining`: the running
+  // run's work left (idle-GPU seconds) at `progress_at`; of its members, `member` is the first
+  // not done, which started at `member_start`, after `member_work` of the run's work.
   std::deque<uint32_t> queue;
   int64_t running = -1;
-  double remaining = 0, progress_at = 0, kernel_start = 0, host_share = 0;
+  double remaining = 0, progress_at = 0;
+  uint32_t member = 0;
+  double member_start = 0, member_work = 0;
   int sms = 0;
   double share = 1.0;
   double copy_free = 0;
   Activity activity;
   RankCost cost;
-  const KernelSummary& kernel(uint32_t op) const { return summary->kernels[this->op[op].info]; }
+  const KernelRun& run(uint32_t op) const { return summary->runs[this->op[op].info]; }
 };
 
 // Events other than kernels' ends (which the walk keeps apart: Walk::kernel_ends_).
@@ -173,9 +238,13 @@ class Walk {
     if (tracking_) ranks_[size_t(cls)].bound_by[op] = b;
   }
   std::vector<PathSegment> critical_path() const;
+  // `runs`: kernels that run back to back as runs, where the program's compute ops share a
+  // stream (else each kernel its own run).
   std::shared_ptr<const ProgramSummary> summarize(const workloads::Rank& rank,
-                                                  std::shared_ptr<const models::ProgramGraph> graph);
+                                                  std::shared_ptr<const models::ProgramGraph> graph, bool runs);
   void kernel_done(int cls, double now);
+  void progress(int cls, double from, double to, double now, bool last);
+  void member_done(int cls, uint32_t op, double start, double end);
   void set_sms(int cls, int delta, double now);
   void op_done(int cls, uint32_t op, double now);
   int group(int communicator);
@@ -225,6 +294,7 @@ class Walk {
   std::unordered_map<MessageKey, Posted, KeyHash> posted_;
   const bool tracking_;
   Binder last_op_;  // the op that ended last
+  uint64_t steps_ = 0;
 };
 
 int Walk::group(int communicator) {
@@ -386,28 +456,67 @@ void Walk::start_kernel(int cls, double now, Binder waited_for) {
   const uint32_t op = s.queue.front();
   s.queue.pop_front();
   bind(cls, op, waited_for);
-  const KernelSummary& u = s.kernel(op);
+  const KernelRun& run = s.run(op);
   s.running = op;
-  s.remaining = u.seconds;
-  s.host_share = u.host_share;
-  s.progress_at = s.kernel_start = now;
-  s.activity.change(now, 1, 0, u.cause);
+  s.remaining = run.seconds;
+  s.progress_at = s.member_start = now;
+  s.member = 0;
+  s.member_work = 0;
+  s.activity.change(now, 1, 0, run.cause);
   kernel_ends(cls, now + s.remaining / s.share);
 }
 
 void Walk::kernel_done(int cls, double now) {
   RankState& s = ranks_[size_t(cls)];
-  const uint32_t op = uint32_t(s.running);
-  const KernelSummary& u = s.kernel(op);
-  s.activity.change(now, -1, 0, u.cause);
-  const double elapsed = now - s.kernel_start;
-  s.cost.compute_by_cause[size_t(u.compute_cause)] += elapsed * (1 - s.host_share);
-  s.cost.compute_by_cause[size_t(models::ComputeCause::Framework)] += elapsed * s.host_share;
-  if (options_.trace) s.cost.spans.push_back({op, sc_core::sc_time(s.kernel_start, sc_core::SC_SEC), sc_core::sc_time(now, sc_core::SC_SEC)});
+  const uint32_t first = uint32_t(s.running);
+  const KernelRun& run = s.run(first);
+  progress(cls, run.seconds - s.remaining, run.seconds, now, true);
+  s.activity.change(now, -1, 0, run.cause);
+  const uint32_t op = first + run.count - 1;
   s.running = -1;
   start_kernel(cls, now, Binder{cls, op});  // (moves this class's entry in kernel_ends_)
   if (s.running < 0) kernel_ends_.erase(uint32_t(cls));
   op_done(cls, op, now);
+}
+
+// The running run went from `from` to `to` of its work (idle-GPU seconds) between
+// `progress_at` and `now`, at one share of the SMs: that time goes to its members in
+// proportion to the work each did in it (to their compute causes), and those whose work is
+// all done end, at the time their last work was (the run's last member only when `last`).
+void Walk::progress(int cls, double from, double to, double now, bool last) {
+  RankState& s = ranks_[size_t(cls)];
+  const uint32_t first = uint32_t(s.running);
+  const KernelRun& run = s.run(first);
+  const double span = to - from, wall = now - s.progress_at;
+  for (; s.member < run.count; ++s.member) {
+    const KernelSummary& k = s.summary->kernels[s.summary->members[run.first + s.member]];
+    const double end = s.member_work + k.seconds;  // (added as the run's seconds were)
+    const double work = std::min(end, to) - std::max(s.member_work, from);
+    const double elapsed = work >= span ? wall : span > 0 ? wall * (work / span) : 0.0;
+    s.cost.compute_by_cause[size_t(k.compute_cause)] += elapsed * (1 - k.host_share);
+    s.cost.compute_by_cause[size_t(models::ComputeCause::Framework)] += elapsed * k.host_share;
+    const bool final_member = s.member + 1 == run.count;
+    if (final_member ? !last : end > to) break;
+    const double at = final_member ? now : span > 0 ? s.progress_at + wall * ((end - from) / span) : now;
+    member_done(cls, first + s.member, s.member_start, at);
+    s.member_start = at;
+    s.member_work = end;
+  }
+  s.progress_at = now;
+}
+
+// A kernel of a run ends (the run's last, op_done after it): its span and critical-path end;
+// a member before the last is done here, as nothing but the next member waits for it.
+void Walk::member_done(int cls, uint32_t op, double start, double end) {
+  RankState& s = ranks_[size_t(cls)];
+  if (options_.trace) s.cost.spans.push_back({op, sc_core::sc_time(start, sc_core::SC_SEC), sc_core::sc_time(end, sc_core::SC_SEC)});
+  if (op == uint32_t(s.running) + s.run(uint32_t(s.running)).count - 1) return;
+  ++s.done;
+  s.waits[op] = kDone;
+  if (tracking_) {
+    s.end[op] = end;
+    s.ready_by[op + 1] = s.bound_by[op + 1] = Binder{cls, op};
+  }
 }
 
 // Collectives hold `sms` of the GPU's SMs: a running kernel goes on at the share left.
@@ -417,8 +526,9 @@ void Walk::set_sms(int cls, int delta, double now) {
   const double share = std::clamp(double(std::max(0, sm_count_ - s.sms)) / sm_count_, 1e-3, 1.0);
   if (share == s.share) return;
   if (s.running >= 0) {
+    const double seconds = s.run(uint32_t(s.running)).seconds, from = seconds - s.remaining;
     s.remaining = std::max(0.0, s.remaining - (now - s.progress_at) * s.share);
-    s.progress_at = now;
+    progress(cls, from, seconds - s.remaining, now, false);  // (sets progress_at)
     kernel_ends(cls, now + s.remaining / share);
   }
   s.share = share;
@@ -471,11 +581,13 @@ AnalyticResult Walk::run() {
   std::vector<std::shared_ptr<const ProgramSummary>> summaries(programs.size());
   for (int c = 0; c < classes_.count(); ++c) {
     const size_t p = program_of_class[size_t(c)];
-    if (!summaries[p]) summaries[p] = summarize(job_.ranks[size_t(classes_.representative[size_t(c)])], graphs[p]);
+    if (!summaries[p])
+      summaries[p] = summarize(job_.ranks[size_t(classes_.representative[size_t(c)])], graphs[p], options_.kernel_runs);
     ranks_[size_t(c)].summary = summaries[p];
     init_rank(c);
   }
   while (!events_.empty() || !kernel_ends_.empty()) {
+    ++steps_;
     if (!kernel_ends_.empty() && (events_.empty() || earlier(kernel_ends_.top(), events_.top()))) {
       const KeyedQueue::Entry k = kernel_ends_.top();
       kernel_done(int(k.key), k.time);
@@ -516,15 +628,20 @@ std::string Walk::describe_stuck() const {
 }
 
 std::shared_ptr<const ProgramSummary> Walk::summarize(const workloads::Rank& rank,
-                                                     std::shared_ptr<const models::ProgramGraph> graph_of_program) {
+                                                     std::shared_ptr<const models::ProgramGraph> graph_of_program,
+                                                     bool runs) {
   const auto& ops = rank.program->ops;
   auto summary = std::make_shared<ProgramSummary>();
-  summary->graph = std::move(graph_of_program);
+  summary->graph = graph_of_program;
   const models::ProgramGraph& graph = *summary->graph;
   summary->ops.resize(ops.size() + 1);
   summary->ops.back().successors = graph.successor_begin.back();
+  RunTable table(*summary);
   // Each distinct (kernel work, cause) is summarised once: its index by work id and cause.
   std::vector<uint32_t> kernel_of;
+  uint32_t head = 0, tail = UINT32_MAX;  // the run being built: its first and last op
+  const uint16_t no_stream = UINT16_MAX;
+  uint16_t compute_stream = no_stream;
   for (uint32_t i = 0; i < ops.size(); ++i) {
     const workloads::Op& op = ops[i];
     OpInfo& u = summary->ops[i];
@@ -540,6 +657,8 @@ std::shared_ptr<const ProgramSummary> Walk::summarize(const workloads::Rank& ran
       summary->communication.push_back(i);
       continue;
     }
+    if (compute_stream == no_stream) compute_stream = op.stream;
+    if (runs && op.stream != compute_stream) return summarize(rank, std::move(graph_of_program), false);
     const uint32_t work = costs_.compute(rank, i);
     const models::TimeCause cause = models::compute_cause(op.phase);
     const size_t key = size_t(work) * models::kTimeCauses + size_t(cause);
@@ -550,7 +669,16 @@ std::shared_ptr<const ProgramSummary> Walk::summarize(const workloads::Rank& ran
       summary->kernels.push_back(KernelSummary{t.total(), t.total() > 0 ? t.host_s / t.total() : 0, cause,
                                                models::cause_of_kernel(static_cast<uint8_t>(op.kernel))});
     }
-    u.info = kernel_of[key];
+    const uint32_t kernel = kernel_of[key];
+    const uint32_t tail_successors = tail != UINT32_MAX && tail + 1 == i ? graph.successor_begin[i] - graph.successor_begin[tail] : 0;
+    if (runs && tail_successors == 1 && graph.successors[graph.successor_begin[tail]] == i && graph.waits[i] == 1 &&
+        summary->runs[summary->ops[head].info].cause == cause) {
+      summary->ops[head].info = table.extend(summary->ops[head].info, kernel);
+    } else {
+      head = i;
+      u.info = table.single(kernel);
+    }
+    tail = i;
   }
   return summary;
 }
@@ -571,6 +699,7 @@ std::vector<PathSegment> Walk::critical_path() const {
 AnalyticResult Walk::collect() {
   AnalyticResult r;
   r.classes = classes_.count();
+  r.steps = steps_;
   for (const RankState& s : ranks_) {
     r.iteration_time_s = std::max(r.iteration_time_s, s.cost.finish_s);
     if (s.done != s.rank->program->ops.size()) r.deadlocked = true;

@@ -23,6 +23,9 @@ struct AnalyticOptions {
   CostOptions costs;
   bool trace = false;          // keep every op's span
   bool critical_path = false;  // keep the chain of ops that sets the iteration time
+  // Kernels that run back to back walked as one run (the same costs, fewer steps); off: kernel
+  // by kernel (tests compare the two).
+  bool kernel_runs = true;
 };
 
 // One op of the critical path: it ran from the end of the op before it on the path (0 for the
@@ -55,6 +58,7 @@ struct AnalyticResult {
   double iteration_time_s = 0;
   std::vector<RankCost> ranks;  // every rank of the job
   int classes = 0;              // ranks costed (one per class of equivalent ranks)
+  uint64_t steps = 0;           // events and kernel runs the walk went through
   std::vector<PathSegment> critical_path;  // first to last, when asked for
   bool deadlocked = false;
   std::string deadlock;         // the stuck ranks and ops

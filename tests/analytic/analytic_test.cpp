@@ -2,7 +2,9 @@
 // backward, rank symmetry, a program that cannot finish.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <tuple>
 #include <stdexcept>
@@ -289,6 +291,74 @@ TEST(AnalyticSymbolic, TermsOfAParallelRunAddUpToItsTime) {
   for (size_t k = 1; k < r.critical_path.size(); ++k)
     EXPECT_EQ(r.critical_path[k].start_s, r.critical_path[k - 1].end_s) << k;
   EXPECT_EQ(r.critical_path.back().end_s, r.iteration_time_s);
+}
+
+// Kernels that run back to back are walked as one run, their time split among them by their
+// work: the same costs as kernel by kernel, where collectives take SMs in the middle of runs
+// (tensor-parallel all-reduces beside the data-parallel reduce-scatters of ZeRO).
+TEST(AnalyticSpeed, KernelRunsCostWhatKernelsOneByOneCost) {
+  platforms::PlatformConfig p = platforms::load_platform("dgx-a100");
+  p.validate();
+  workloads::Strategy s;
+  s.tp = 2;
+  s.pp = 2;
+  s.dp = 2;
+  s.zero = 1;
+  s.global_batch = 8;
+  const workloads::CompiledJob c = workloads::compile(gpt_layers("4"), s, p.gpu_count());
+  const platforms::RoutedTopology topology(p);
+  analytic::AnalyticOptions o;
+  o.critical_path = o.trace = true;
+  const analytic::AnalyticResult runs = analytic::cost_iteration(p, topology, c.job, o);
+  o.kernel_runs = false;
+  const analytic::AnalyticResult kernels = analytic::cost_iteration(p, topology, c.job, o);
+  ASSERT_FALSE(runs.deadlocked) << runs.deadlock;
+  EXPECT_LT(double(runs.steps), 0.7 * double(kernels.steps));
+  const double T = kernels.iteration_time_s, eps = 1e-12 * T;
+  EXPECT_NEAR(runs.iteration_time_s, T, eps);
+  ASSERT_EQ(runs.ranks.size(), kernels.ranks.size());
+  for (size_t k = 0; k < runs.ranks.size(); ++k) {
+    const analytic::RankCost &a = runs.ranks[k], &b = kernels.ranks[k];
+    EXPECT_EQ(a.ops, b.ops);
+    for (size_t i = 0; i < a.compute_by_cause.size(); ++i) EXPECT_NEAR(a.compute_by_cause[i], b.compute_by_cause[i], eps) << k << " " << i;
+    for (size_t i = 0; i < a.time_by_cause.size(); ++i) EXPECT_NEAR(a.time_by_cause[i], b.time_by_cause[i], eps) << k << " " << i;
+    // (a run's members' spans are kept when the run ends: in another order among the copies')
+    std::vector<models::OpSpan> sa = a.spans, sb = b.spans;
+    for (auto* v : {&sa, &sb})
+      std::sort(v->begin(), v->end(), [](const models::OpSpan& x, const models::OpSpan& y) { return x.op < y.op; });
+    ASSERT_EQ(sa.size(), sb.size()) << k;
+    for (size_t i = 0; i < sa.size(); ++i) {
+      EXPECT_EQ(sa[i].op, sb[i].op) << k << " " << i;
+      EXPECT_NEAR(sa[i].start.to_seconds(), sb[i].start.to_seconds(), 2e-12) << k << " " << i;
+      EXPECT_NEAR(sa[i].end.to_seconds(), sb[i].end.to_seconds(), 2e-12) << k << " " << i;
+    }
+  }
+  ASSERT_EQ(runs.critical_path.size(), kernels.critical_path.size());
+  for (size_t i = 0; i < runs.critical_path.size(); ++i) {
+    EXPECT_EQ(runs.critical_path[i].op, kernels.critical_path[i].op) << i;
+    EXPECT_NEAR(runs.critical_path[i].end_s, kernels.critical_path[i].end_s, eps) << i;
+  }
+}
+
+// Where a program's kernels are on two streams, another stream's kernel may queue between two
+// of one stream: no runs there (the kernel of stream b, ready first, runs between a1 and a2).
+TEST(AnalyticSpeed, KernelsOfTwoStreamsRunInArrivalOrder) {
+  workloads::Job job;
+  tessera::testing::ProgramBuilder b(job, 0);
+  b.compute("a1", "a", 1e12, 0);
+  b.compute("a2", "a", 1e12, 0);
+  b.compute("b1", "b", 2e12, 0);
+  b.finish();
+  const platforms::PlatformConfig p = free_fabric(1);
+  const platforms::RoutedTopology topology(p);
+  analytic::AnalyticOptions o;
+  o.trace = true;
+  const analytic::AnalyticResult r = analytic::cost_iteration(p, topology, job, o);
+  ASSERT_EQ(r.ranks[0].spans.size(), 3u);
+  std::map<uint32_t, models::OpSpan> span;
+  for (const models::OpSpan& s : r.ranks[0].spans) span[s.op] = s;
+  EXPECT_EQ(span[2].start, span[0].end);  // b1 after a1
+  EXPECT_EQ(span[1].start, span[2].end);  // a2 after b1
 }
 
 TEST(AnalyticFormula, PrintsAsWrittenAndEvaluates) {
