@@ -1327,22 +1327,32 @@ std::vector<MemoryBreakdown> estimate_stage_memory(const ModelSpec& model, const
 }
 
 FlopCount count_flops(const Job& job) {
-  std::unordered_map<const Program*, std::pair<FlopCount, int>> per_program;
+  // Each distinct program counted once (side by side: a large job has millions of ops), times
+  // the ranks that run it.
+  std::unordered_map<const Program*, size_t> index;
+  std::vector<const Program*> programs;
+  std::vector<int> runs;  // by program: its ranks
   for (const Rank& rank : job.ranks) {
-    auto [it, inserted] = per_program.try_emplace(rank.program.get());
-    if (inserted) {
-      for (const Op& op : rank.program->ops) {
-        if (op.kind != OpKind::Compute || !op.matmul) continue;
-        it->second.first.hardware += op.flops;
-        if (op.phase != ComputePhase::Recompute) it->second.first.model += op.flops;
-      }
+    const auto [it, added] = index.emplace(rank.program.get(), programs.size());
+    if (added) {
+      programs.push_back(rank.program.get());
+      runs.push_back(0);
     }
-    ++it->second.second;
+    ++runs[it->second];
   }
+  std::vector<FlopCount> per_program(programs.size());
+  parallel_for(static_cast<int>(programs.size()), [&](int p) {
+    FlopCount& c = per_program[size_t(p)];
+    for (const Op& op : programs[size_t(p)]->ops) {
+      if (op.kind != OpKind::Compute || !op.matmul) continue;
+      c.hardware += op.flops;
+      if (op.phase != ComputePhase::Recompute) c.model += op.flops;
+    }
+  });
   FlopCount total;
-  for (const auto& [program, entry] : per_program) {
-    total.model += entry.first.model * entry.second;
-    total.hardware += entry.first.hardware * entry.second;
+  for (size_t p = 0; p < programs.size(); ++p) {
+    total.model += per_program[p].model * runs[p];
+    total.hardware += per_program[p].hardware * runs[p];
   }
   return total;
 }

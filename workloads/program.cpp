@@ -1,6 +1,7 @@
 #include "workloads/program.h"
 
 #include "workloads/limits.h"
+#include "workloads/parallel_for.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -155,6 +156,54 @@ void check_work(const Job& job, const Op& op, const Where& at) {
 
 }  // namespace
 
+namespace {
+
+// What a program's ops use of its rank, gathered while they are checked.
+struct ProgramFacts {
+  std::vector<int> collective_slots;  // distinct communicator slots used
+  int max_peer_slot = -1;
+  std::string error;  // the first op that is wrong (empty: none)
+};
+
+// Checks a program's ops; `where` names the first rank that runs it.
+ProgramFacts check_program(const Job& job, const Program& program, const std::string& where) {
+  ProgramFacts facts;
+  auto fail = [](const std::string& what) { throw std::invalid_argument("invalid job: " + what); };
+  std::vector<bool> slot_seen;
+  const auto& ops = program.ops;
+  try {
+    for (size_t o = 0; o < ops.size(); ++o) {
+      const Op& op = ops[o];
+      // (the op's place named only when something is wrong: a job has millions of ops)
+      const auto at = [&] { return where + " op " + std::to_string(o); };
+      if (op.stream >= job.stream_names.size()) fail(at() + " uses an unnamed stream");
+      if (op.name >= job.names.size()) fail(at() + " has an unknown name");
+      for (OpId d : op.deps)
+        if (d >= o) fail(at() + " depends on a later op " + std::to_string(d));
+      if (op.kind == OpKind::Collective) {
+        if (op.slot < 0) fail(at() + " names communicator slot " + std::to_string(op.slot));
+        if (static_cast<size_t>(op.slot) >= slot_seen.size()) slot_seen.resize(op.slot + 1, false);
+        if (!slot_seen[op.slot]) facts.collective_slots.push_back(op.slot);
+        slot_seen[op.slot] = true;
+        if (op.collective == CollectiveKind::AllToAllV && (op.splits == 0 || op.splits > job.splits.size()))
+          fail(at() + " is an all-to-all-v without a size matrix");
+        if (op.algorithm >= job.names.size()) fail(at() + " names an unknown algorithm");
+      }
+      if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
+        if (op.slot < 0) fail(at() + " names peer slot " + std::to_string(op.slot));
+        facts.max_peer_slot = std::max(facts.max_peer_slot, int(op.slot));
+        if (op.message_bytes == 0) fail(at() + " moves zero bytes");
+      }
+      check_work(job, op, at);
+    }
+  } catch (const std::invalid_argument& e) {
+    facts.error = e.what();
+  }
+  return facts;
+}
+
+}  // namespace
+
 void validate(const Job& job) {
   auto fail = [](const std::string& what) { throw std::invalid_argument("invalid job: " + what); };
   if (job.ranks.empty()) fail("no ranks");
@@ -165,13 +214,20 @@ void validate(const Job& job) {
       if (r < 0 || r >= static_cast<int>(job.ranks.size()))
         fail("communicator " + comm.name + " names rank " + std::to_string(r));
   }
-  // Ranks share programs (a 1,024-GPU job has a few): each program's ops are checked once, and
-  // each rank only for the slots its program uses.
-  struct ProgramFacts {
-    std::vector<int> collective_slots;  // distinct communicator slots used
-    int max_peer_slot = -1;
-  };
-  std::unordered_map<const Program*, ProgramFacts> checked;
+  // Ranks share programs (a 1,024-GPU job has a few): each program's ops are checked once, the
+  // programs side by side, and each rank only for the slots its program uses; a program's error
+  // is told at the first rank that runs it, as checking rank by rank would.
+  std::unordered_map<const Program*, size_t> index;
+  std::vector<size_t> first_rank;  // by program
+  for (size_t i = 0; i < job.ranks.size(); ++i) {
+    const Program* program = job.ranks[i].program.get();
+    if (program && index.emplace(program, first_rank.size()).second) first_rank.push_back(i);
+  }
+  std::vector<ProgramFacts> checked(first_rank.size());
+  parallel_for(static_cast<int>(first_rank.size()), [&](int p) {
+    const Rank& rank = job.ranks[first_rank[size_t(p)]];
+    checked[size_t(p)] = check_program(job, *rank.program, "rank " + std::to_string(first_rank[size_t(p)]));
+  });
   for (size_t i = 0; i < job.ranks.size(); ++i) {
     const Rank& rank = job.ranks[i];
     const std::string where = "rank " + std::to_string(i);
@@ -183,37 +239,9 @@ void validate(const Job& job) {
     for (int p : rank.peers)
       if (p < 0 || p >= static_cast<int>(job.ranks.size()) || p == rank.rank)
         fail(where + " maps a slot to peer " + std::to_string(p));
-    auto [it, first_use] = checked.try_emplace(rank.program.get());
-    ProgramFacts& facts = it->second;
-    const auto& ops = rank.program->ops;
-    if (first_use) {
-      std::vector<bool> slot_seen;
-      for (size_t o = 0; o < ops.size(); ++o) {
-        const Op& op = ops[o];
-        // (the op's place named only when something is wrong: a job has millions of ops)
-        const auto at = [&] { return where + " op " + std::to_string(o); };
-        if (op.stream >= job.stream_names.size()) fail(at() + " uses an unnamed stream");
-        if (op.name >= job.names.size()) fail(at() + " has an unknown name");
-        for (OpId d : op.deps)
-          if (d >= o) fail(at() + " depends on a later op " + std::to_string(d));
-        if (op.kind == OpKind::Collective) {
-          if (op.slot < 0) fail(at() + " names communicator slot " + std::to_string(op.slot));
-          if (static_cast<size_t>(op.slot) >= slot_seen.size()) slot_seen.resize(op.slot + 1, false);
-          if (!slot_seen[op.slot]) facts.collective_slots.push_back(op.slot);
-          slot_seen[op.slot] = true;
-          if (op.collective == CollectiveKind::AllToAllV &&
-              (op.splits == 0 || op.splits > job.splits.size()))
-            fail(at() + " is an all-to-all-v without a size matrix");
-          if (op.algorithm >= job.names.size()) fail(at() + " names an unknown algorithm");
-        }
-        if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
-          if (op.slot < 0) fail(at() + " names peer slot " + std::to_string(op.slot));
-          facts.max_peer_slot = std::max(facts.max_peer_slot, int(op.slot));
-          if (op.message_bytes == 0) fail(at() + " moves zero bytes");
-        }
-        check_work(job, op, at);
-      }
-    }
+    const size_t p = index.at(rank.program.get());
+    const ProgramFacts& facts = checked[p];
+    if (first_rank[p] == i && !facts.error.empty()) throw std::invalid_argument(facts.error);
     if (facts.max_peer_slot >= static_cast<int>(rank.peers.size()))
       fail(where + " has a program that names peer slot " + std::to_string(facts.max_peer_slot));
     for (int slot : facts.collective_slots) {

@@ -179,3 +179,41 @@ TEST(StrategyFile, AppliesKeys) {
 }
 
 }  // namespace
+
+// Programs are checked side by side; an error is told as checking rank by rank would: at the
+// first rank that runs the program, after the ranks before it.
+TEST(JobErrors, AProgramsErrorIsToldAtTheFirstRankThatRunsIt) {
+  Job job;
+  job.stream_names = {"compute"};
+  job.names = {"op"};
+  auto program = [](std::vector<DepList> deps) {
+    auto p = std::make_shared<Program>();
+    for (DepList& d : deps) {
+      Op op;
+      op.deps = std::move(d);
+      p->ops.push_back(std::move(op));
+    }
+    return std::shared_ptr<const Program>(p);
+  };
+  const auto good = program({{}, {0}});
+  const auto wrong = program({{}, {1}});  // op 1 waits for itself
+  for (int r = 0; r < 3; ++r) {
+    job.ranks.emplace_back();
+    job.ranks.back().rank = r;
+    job.ranks.back().program = r == 0 ? good : wrong;
+  }
+  auto error = [&] {
+    try {
+      validate(job);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error(), "invalid job: rank 1 op 1 depends on a later op 1");
+  job.ranks[0].peers = {0};  // rank 0 is wrong too, and comes first
+  EXPECT_EQ(error(), "invalid job: rank 0 maps a slot to peer 0");
+  job.ranks[0].peers.clear();
+  job.ranks[0].program = wrong;
+  EXPECT_EQ(error(), "invalid job: rank 0 op 1 depends on a later op 1");
+}
