@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 
@@ -212,7 +213,8 @@ class Walk {
  public:
   Walk(const platforms::PlatformConfig& platform, const platforms::RoutedTopology& topology,
        const workloads::Job& job, const AnalyticOptions& options)
-      : job_(job), options_(options), costs_(platform, topology, job, options.costs),
+      : platform_(platform), topology_(topology), job_(job), options_(options),
+        costs_(platform, topology, job, options.costs),
         sm_count_(std::max(1, platform.gpu.sm_count)), tracking_(options.critical_path) {
     classes_ = rank_classes(job, costs_.shapes());
   }
@@ -220,7 +222,9 @@ class Walk {
   AnalyticResult run();
 
  private:
-  void init_rank(int cls);
+  void summarize_all();
+  void init_rank(int cls, OpCosts& costs);
+  void start_rank(int cls);
   void push(double time, EventKind kind, int cls, uint32_t op) {
     events_.push(Event{time, next_sequence_++, op, cls, kind});
   }
@@ -241,7 +245,8 @@ class Walk {
   // `runs`: kernels that run back to back as runs, where the program's compute ops share a
   // stream (else each kernel its own run).
   std::shared_ptr<const ProgramSummary> summarize(const workloads::Rank& rank,
-                                                  std::shared_ptr<const models::ProgramGraph> graph, bool runs);
+                                                  std::shared_ptr<const models::ProgramGraph> graph, bool runs,
+                                                  OpCosts& costs) const;
   void kernel_done(int cls, double now);
   void progress(int cls, double from, double to, double now, bool last);
   void member_done(int cls, uint32_t op, double start, double end);
@@ -256,9 +261,11 @@ class Walk {
   }
   AnalyticResult collect();
 
+  const platforms::PlatformConfig& platform_;
+  const platforms::RoutedTopology& topology_;
   const workloads::Job& job_;
   const AnalyticOptions& options_;
-  OpCosts costs_;
+  OpCosts costs_;  // (the walk's; and the first thread's while programs and ranks are summarised)
   const int sm_count_;
   RankClasses classes_;
   std::vector<RankState> ranks_;  // by class
@@ -310,7 +317,10 @@ int Walk::group(int communicator) {
   return g = it->second;
 }
 
-void Walk::init_rank(int cls) {
+// A class's own state: its representative, its ops' counts, its communication ops costed (a
+// collective's `peer` its communicator until start_rank). Classes share nothing here: they are
+// set up side by side, each thread with its own costs.
+void Walk::init_rank(int cls, OpCosts& costs) {
   RankState& s = ranks_[size_t(cls)];
   s.rank = &job_.ranks[size_t(classes_.representative[size_t(cls)])];
   s.cost.rank = s.rank->rank;
@@ -336,10 +346,9 @@ void Walk::init_rank(int cls) {
     Communication& c = s.communication[k];
     c.cause = cause(*s.rank, op);
     if (op.kind == OpKind::Collective) {
-      const int communicator = s.rank->communicators[size_t(op.slot)];
-      const CollectiveCost cost = costs_.collective(*s.rank, op);
+      const CollectiveCost cost = costs.collective(*s.rank, op);
       c.sequence = calls[i];
-      c.peer = group(communicator);
+      c.peer = s.rank->communicators[size_t(op.slot)];
       c.channels = static_cast<uint16_t>(std::min(cost.channels, 0xffff));
       c.seconds = cost.seconds;
       c.delay = cost.launch_s;
@@ -352,12 +361,20 @@ void Walk::init_rank(int cls) {
     c.sequence = messages[{int(op.kind), c.peer, op.tag, 0}]++;
     c.bytes = double(op.message_bytes);
     if (op.kind == OpKind::Send) {
-      const TransferCost t = costs_.transfer(s.rank->rank, peer, op.message_bytes, op.tag);
+      const TransferCost t = costs.transfer(s.rank->rank, peer, op.message_bytes, op.tag);
       c.seconds = t.serialization_s;
       c.delay = t.latency_s;
     }
   }
-  for (uint32_t i = 0; i < ops.size(); ++i)
+}
+
+// What classes share, in class order: collectives' groups numbered, the first ops made ready.
+void Walk::start_rank(int cls) {
+  RankState& s = ranks_[size_t(cls)];
+  for (size_t k = 0; k < s.communication.size(); ++k)
+    if (s.op[s.summary->communication[k]].kind == OpKind::Collective)
+      s.communication[k].peer = group(s.communication[k].peer);
+  for (uint32_t i = 0; i < s.waits.size(); ++i)
     if (s.waits[i] == 0) push(0.0, EventKind::Ready, cls, i);
 }
 
@@ -563,29 +580,7 @@ AnalyticResult Walk::run() {
   kernel_ends_ = KeyedQueue(size_t(classes_.count()));
   group_of_communicator_.assign(job_.communicators.size(), -1);
   for (const workloads::Communicator& c : job_.communicators) communicator_causes_.push_back(models::communicator_cause(c.name));
-  // Each distinct program once: its dependency graph built side by side with the others' (they
-  // share nothing), then its summary, shared by the classes that run it.
-  std::unordered_map<const workloads::Program*, size_t> index;  // program -> its place below
-  std::vector<const workloads::Program*> programs;
-  std::vector<size_t> program_of_class(size_t(classes_.count()));
-  for (int c = 0; c < classes_.count(); ++c) {
-    const workloads::Program* program = job_.ranks[size_t(classes_.representative[size_t(c)])].program.get();
-    const auto [it, added] = index.emplace(program, programs.size());
-    if (added) programs.push_back(program);
-    program_of_class[size_t(c)] = it->second;
-  }
-  std::vector<std::shared_ptr<const models::ProgramGraph>> graphs(programs.size());
-  workloads::parallel_for(static_cast<int>(programs.size()), [&](int i) {
-    graphs[size_t(i)] = std::make_shared<models::ProgramGraph>(*programs[size_t(i)]);
-  });
-  std::vector<std::shared_ptr<const ProgramSummary>> summaries(programs.size());
-  for (int c = 0; c < classes_.count(); ++c) {
-    const size_t p = program_of_class[size_t(c)];
-    if (!summaries[p])
-      summaries[p] = summarize(job_.ranks[size_t(classes_.representative[size_t(c)])], graphs[p], options_.kernel_runs);
-    ranks_[size_t(c)].summary = summaries[p];
-    init_rank(c);
-  }
+  summarize_all();
   while (!events_.empty() || !kernel_ends_.empty()) {
     ++steps_;
     if (!kernel_ends_.empty() && (events_.empty() || earlier(kernel_ends_.top(), events_.top()))) {
@@ -606,6 +601,39 @@ AnalyticResult Walk::run() {
     }
   }
   return collect();
+}
+
+// Each distinct program's dependency graph and summary, then each class's state: side by side
+// on the machine's cores, each thread with costs of its own (the first the walk's), the
+// programs and then the classes dealt out in turn.
+void Walk::summarize_all() {
+  std::unordered_map<const workloads::Program*, size_t> index;  // program -> its place below
+  std::vector<int> first_class;                                   // by program: the first class running it
+  std::vector<size_t> program_of_class(size_t(classes_.count()));
+  for (int c = 0; c < classes_.count(); ++c) {
+    const workloads::Program* program = job_.ranks[size_t(classes_.representative[size_t(c)])].program.get();
+    const auto [it, added] = index.emplace(program, first_class.size());
+    if (added) first_class.push_back(c);
+    program_of_class[size_t(c)] = it->second;
+  }
+  const size_t programs = first_class.size();
+  const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, programs);
+  std::vector<std::unique_ptr<OpCosts>> more(threads - 1);
+  auto costs_of = [&](size_t t) -> OpCosts& { return t == 0 ? costs_ : *more[t - 1]; };
+  std::vector<std::shared_ptr<const ProgramSummary>> summaries(programs);
+  workloads::parallel_for(int(threads), [&](int t) {
+    if (t > 0) more[size_t(t) - 1] = std::make_unique<OpCosts>(platform_, topology_, job_, options_.costs);
+    for (size_t p = size_t(t); p < programs; p += threads) {
+      const workloads::Rank& rank = job_.ranks[size_t(classes_.representative[size_t(first_class[p])])];
+      summaries[p] = summarize(rank, std::make_shared<models::ProgramGraph>(*rank.program), options_.kernel_runs,
+                               costs_of(size_t(t)));
+    }
+  }, int(threads));
+  for (int c = 0; c < classes_.count(); ++c) ranks_[size_t(c)].summary = summaries[program_of_class[size_t(c)]];
+  workloads::parallel_for(int(threads), [&](int t) {
+    for (size_t c = size_t(t); c < size_t(classes_.count()); c += threads) init_rank(int(c), costs_of(size_t(t)));
+  }, int(threads));
+  for (int c = 0; c < classes_.count(); ++c) start_rank(c);
 }
 
 std::string Walk::describe_stuck() const {
@@ -629,7 +657,7 @@ std::string Walk::describe_stuck() const {
 
 std::shared_ptr<const ProgramSummary> Walk::summarize(const workloads::Rank& rank,
                                                      std::shared_ptr<const models::ProgramGraph> graph_of_program,
-                                                     bool runs) {
+                                                     bool runs, OpCosts& costs) const {
   const auto& ops = rank.program->ops;
   auto summary = std::make_shared<ProgramSummary>();
   summary->graph = graph_of_program;
@@ -649,7 +677,7 @@ std::shared_ptr<const ProgramSummary> Walk::summarize(const workloads::Rank& ran
     u.kind = op.kind;
     if (op.kind == OpKind::MemCopy) {
       u.info = static_cast<uint32_t>(summary->kernels.size());
-      summary->kernels.push_back(KernelSummary{costs_.copy(rank, i), 0, models::TimeCause::Compute, models::ComputeCause::Gemm});
+      summary->kernels.push_back(KernelSummary{costs.copy(rank, i), 0, models::TimeCause::Compute, models::ComputeCause::Gemm});
       continue;
     }
     if (op.kind != OpKind::Compute) {
@@ -658,13 +686,13 @@ std::shared_ptr<const ProgramSummary> Walk::summarize(const workloads::Rank& ran
       continue;
     }
     if (compute_stream == no_stream) compute_stream = op.stream;
-    if (runs && op.stream != compute_stream) return summarize(rank, std::move(graph_of_program), false);
-    const uint32_t work = costs_.compute(rank, i);
+    if (runs && op.stream != compute_stream) return summarize(rank, std::move(graph_of_program), false, costs);
+    const uint32_t work = costs.compute(rank, i);
     const models::TimeCause cause = models::compute_cause(op.phase);
     const size_t key = size_t(work) * models::kTimeCauses + size_t(cause);
     if (key >= kernel_of.size()) kernel_of.resize(key + 1, UINT32_MAX);
     if (kernel_of[key] == UINT32_MAX) {
-      const models::KernelTime& t = costs_.kernel_time(work);
+      const models::KernelTime& t = costs.kernel_time(work);
       kernel_of[key] = static_cast<uint32_t>(summary->kernels.size());
       summary->kernels.push_back(KernelSummary{t.total(), t.total() > 0 ? t.host_s / t.total() : 0, cause,
                                                models::cause_of_kernel(static_cast<uint8_t>(op.kernel))});

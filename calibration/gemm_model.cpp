@@ -59,9 +59,13 @@ size_t GemmModel::ShapeHash::operator()(const Shape& s) const {
 double GemmModel::seconds(int64_t batch, int64_t m, int64_t n, int64_t k, double element_bytes,
                           double peak_flops) const {
   const Shape shape{batch, m, n, k, element_bytes, peak_flops};
-  const auto it = seconds_.find(shape);
-  if (it != seconds_.end()) return it->second;
+  {
+    const std::lock_guard<std::mutex> hold(lock_.mutex);
+    const auto it = seconds_.find(shape);
+    if (it != seconds_.end()) return it->second;
+  }
   const double s = time(batch, m, n, k, element_bytes, peak_flops).total_s;
+  const std::lock_guard<std::mutex> hold(lock_.mutex);
   seconds_.emplace(shape, s);
   return s;
 }

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -65,10 +66,19 @@ class GemmModel {
   struct ShapeHash {
     size_t operator()(const Shape& s) const;
   };
+  // The remembered shapes' lock: the analytic model costs programs on several threads. (A copy
+  // of the model gets a lock of its own.)
+  struct Lock {
+    std::mutex mutex;
+    Lock() = default;
+    Lock(const Lock&) {}
+    Lock& operator=(const Lock&) { return *this; }
+  };
   GemmParameters p_;
   int sms_;
   double hbm_;
   mutable std::unordered_map<Shape, double, ShapeHash> seconds_;
+  mutable Lock lock_;
 };
 
 }  // namespace tessera::calibration
