@@ -4,6 +4,21 @@
 #include <limits>
 
 namespace tessera::models {
+namespace {
+
+// Collectives' call numbers, counted per key in program order.
+class CallNumbers {
+ public:
+  uint32_t next(size_t key) {
+    if (key >= next_.size()) next_.resize(key + 1, 0);
+    return next_[key]++;
+  }
+
+ private:
+  std::vector<uint32_t> next_;  // by key
+};
+
+}  // namespace
 
 ProgramGraph::ProgramGraph(const workloads::Program& program) {
   constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
@@ -16,7 +31,10 @@ ProgramGraph::ProgramGraph(const workloads::Program& program) {
   from.reserve(n + n / 2);
   std::vector<uint32_t> last_on_stream;
   successor_begin.assign(n + 1, 0);
+  calls.assign(n, kNoCall);
+  CallNumbers numbers;
   for (uint32_t i = 0; i < n; ++i) {
+    if (ops[i].kind == workloads::OpKind::Collective) calls[i] = numbers.next(size_t(ops[i].slot));
     const size_t first = from.size();
     from.insert(from.end(), ops[i].deps.begin(), ops[i].deps.end());
     const uint16_t stream = ops[i].stream;
@@ -36,18 +54,15 @@ ProgramGraph::ProgramGraph(const workloads::Program& program) {
   size_t e = 0;
   for (uint32_t i = 0; i < n; ++i)
     for (uint32_t k = 0; k < waits[i]; ++k) successors[fill[from[e++]]++] = i;
-  calls = number_calls(program, {});
 }
 
 std::vector<uint32_t> number_calls(const workloads::Program& program, const std::vector<int>& key_of_slot) {
   std::vector<uint32_t> calls(program.ops.size(), kNoCall);
-  std::vector<uint32_t> next;  // by key
+  CallNumbers numbers;
   for (size_t i = 0; i < program.ops.size(); ++i) {
     const workloads::Op& op = program.ops[i];
     if (op.kind != workloads::OpKind::Collective) continue;
-    const size_t key = key_of_slot.empty() ? size_t(op.slot) : size_t(key_of_slot[size_t(op.slot)]);
-    if (key >= next.size()) next.resize(key + 1, 0);
-    calls[i] = next[key]++;
+    calls[i] = numbers.next(key_of_slot.empty() ? size_t(op.slot) : size_t(key_of_slot[size_t(op.slot)]));
   }
   return calls;
 }
