@@ -218,13 +218,13 @@ workloads::Job load_job_file(const std::string& path) {
         if (o["gemm"]) {
           const YAML::Node g = o["gemm"];
           if (!g.IsSequence() || g.size() != 3) in.fail(g, ok + ".gemm", "must be [m, n, k]");
-          op.gemm = {in.integer(g[0], ok + ".gemm", 1), in.integer(g[1], ok + ".gemm", 1),
-                     in.integer(g[2], ok + ".gemm", 1)};
+          // (each at most 2^24: a GemmShape holds them in 32 bits, their products in double)
+          const double m = double(in.integer(g[0], ok + ".gemm", 1)), n = double(in.integer(g[1], ok + ".gemm", 1)),
+                       k = double(in.integer(g[2], ok + ".gemm", 1));
+          op.gemm = {int32_t(m), int32_t(n), int32_t(k)};
           if (!op.gemm.valid()) in.fail(g, ok + ".gemm", "m, n and k must be positive");
-          if (!o["flops"]) op.flops = 2.0 * op.gemm.m * op.gemm.n * op.gemm.k;
-          if (!o["bytes"])
-            op.bytes = double(workloads::dtype_bytes(op.dtype)) *
-                       double(op.gemm.m * op.gemm.k + op.gemm.k * op.gemm.n + op.gemm.m * op.gemm.n);
+          if (!o["flops"]) op.flops = 2.0 * m * n * k;
+          if (!o["bytes"]) op.bytes = double(workloads::dtype_bytes(op.dtype)) * (m * k + k * n + m * n);
         }
         if (op.flops == 0 && op.bytes == 0)
           in.fail(o, ok, "a compute op needs flops, bytes or gemm");

@@ -232,10 +232,19 @@ class StageBuilder {
     const double eb = dtype_bytes(r_.s.dtype);
     const OpId id = compute(name, phase, kind, 2.0 * batch * m * n * k,
                             eb * batch * (m * k + k * n + m * n));
-    prog_.ops[id].gemm = GemmShape{int64_t(m), int64_t(n), int64_t(k), int64_t(batch)};
+    prog_.ops[id].gemm = gemm_shape(name, m, n, k, batch);
     if (phase == ComputePhase::BackwardWeight && !framework_.fused_grad_accumulation)
       return accumulate_gradient(name, m * n * batch);
     return id;
+  }
+  GemmShape gemm_shape(uint32_t name, double m, double n, double k, double batch) const {
+    constexpr double most = std::numeric_limits<int32_t>::max();
+    if (m > most || n > most || k > most || batch > most)
+      throw InputError("GEMM '" + job_.names[name] + "' would be " + std::to_string(int64_t(batch)) + " x " +
+                       std::to_string(int64_t(m)) + " x " + std::to_string(int64_t(n)) + " x " +
+                       std::to_string(int64_t(k)) + " (batch x m x n x k): a GEMM's dimensions go up to 2^31 - 1 "
+                       "(fewer tokens per micro-batch: --micro-batch, seq_length; docs/limits.md)");
+    return GemmShape{int32_t(m), int32_t(n), int32_t(k), int32_t(batch)};
   }
   // Without gradient-accumulation fusion the weight gradient lands in its own tensor and a
   // second kernel adds it to the main gradient (reads both, writes the main gradient).

@@ -82,12 +82,14 @@ inline bool is_matmul(KernelKind kind) {
 }
 bool parse_kernel_kind(const std::string& name, KernelKind& out);
 
-// Optional GEMM shape of a compute op (m x k times k x n).
+// Optional GEMM shape of a compute op (m x k times k x n). 32-bit: a large job has millions of
+// ops (a GEMM's dimension past 2^31 - 1 is an input error where it is made; docs/limits.md).
+// Products of them are taken in double or int64.
 struct GemmShape {
-  int64_t m = 0;
-  int64_t n = 0;
-  int64_t k = 0;
-  int64_t batch = 1;  // batched GEMMs (the attention core): independent m x n x k products
+  int32_t m = 0;
+  int32_t n = 0;
+  int32_t k = 0;
+  int32_t batch = 1;  // batched GEMMs (the attention core): independent m x n x k products
   bool valid() const { return m > 0 && n > 0 && k > 0; }
 };
 

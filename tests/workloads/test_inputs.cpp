@@ -138,6 +138,21 @@ TEST(StrategyErrors, ImpossibleStrategiesNameTheValues) {
             "invalid strategy: tp * pp * cp (8 * 4 * 1 = 32) does not divide the 12 GPUs");
 }
 
+// A GEMM's dimensions are held in 32 bits: a micro-batch of more tokens than that is refused,
+// naming the GEMM, never truncated.
+TEST(StrategyErrors, AGemmPastThirtyTwoBitsIsRefused) {
+  const ModelSpec m = gpt(2, 256, 4, 4096, 1024);
+  Strategy s;
+  s.micro_batch = 1 << 20;  // 2^20 samples of 4,096 tokens: 2^32 rows
+  s.global_batch = s.micro_batch;
+  const std::string e = error_of([&] { compile(m, s); });
+  EXPECT_NE(e.find("GEMM '"), std::string::npos) << e;
+  EXPECT_NE(e.find(" x 4294967296 x "), std::string::npos) << e;
+  EXPECT_NE(e.find("go up to 2^31 - 1"), std::string::npos) << e;
+  s.micro_batch = s.global_batch = 1 << 17;  // 2^29 rows: fits
+  EXPECT_EQ(error_of([&] { compile(m, s); }), "(no error)");
+}
+
 TEST(StrategyOptions, ParseFlags) {
   Strategy s;
   set_strategy_option(s, "tp", "8");
