@@ -23,18 +23,27 @@ class FewByKey {
     return entries_.back().second;
   }
   Value* find(uint64_t key) {
-    for (auto& e : entries_)
-      if (e.first == key) return &e.second;
-    return nullptr;
+    const size_t i = position(key);
+    return i == kNone ? nullptr : &entries_[i].second;
   }
   void erase(uint64_t key) {
-    for (size_t i = 0; i < entries_.size(); ++i)
-      if (entries_[i].first == key) {
-        if (i + 1 != entries_.size()) entries_[i] = std::move(entries_.back());
-        entries_.pop_back();
-        return;
-      }
+    if (const size_t i = position(key); i != kNone) erase_at(i);
   }
+  // Where `key` is (kNone: absent), for a caller that reads and erases it, or adds it, with one
+  // search.
+  static constexpr size_t kNone = ~size_t(0);
+  size_t position(uint64_t key) const {
+    for (size_t i = 0; i < entries_.size(); ++i)
+      if (entries_[i].first == key) return i;
+    return kNone;
+  }
+  Value& at(size_t i) { return entries_[i].second; }
+  void erase_at(size_t i) {
+    if (i + 1 != entries_.size()) entries_[i] = std::move(entries_.back());
+    entries_.pop_back();
+  }
+  // Adds `key`, which position() did not find.
+  void add(uint64_t key, Value value) { entries_.emplace_back(key, std::move(value)); }
   size_t size() const { return entries_.size(); }
   auto begin() const { return entries_.begin(); }
   auto end() const { return entries_.end(); }

@@ -156,13 +156,13 @@ void CommandProcessor::replay(uint32_t index) {
 
 void CommandProcessor::matched(uint32_t index, bool leader) {
   const sc_time now = sc_core::sc_time_stamp();
-  const Unmatched* first = unmatched_.find(index);
-  if (first == nullptr) {
-    unmatched_[index] = Unmatched{now, leader};
+  const size_t first = unmatched_.position(index);
+  if (first == unmatched_.kNone) {
+    unmatched_.add(index, Unmatched{now, leader});
     return;
   }
-  const Unmatched other = *first;
-  unmatched_.erase(index);
+  const Unmatched other = unmatched_.at(first);
+  unmatched_.erase_at(first);
   if (other.leader == leader) return symmetry_->diverged(rank_->rank, leader_->rank_->rank, index);
   leader_->skewed(index, (now - other.at).to_seconds(), rank_->rank);  // `other` came first
 }

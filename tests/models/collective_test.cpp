@@ -92,6 +92,16 @@ TEST(FewByKey, FindsMakesAndErasesByKey) {
   std::vector<uint64_t> keys;
   for (const auto& [key, value] : few) keys.push_back(key);
   EXPECT_EQ(keys, (std::vector<uint64_t>{9, 3}));
+  // One search for a caller that reads and erases, or adds.
+  EXPECT_EQ(few.position(5), few.kNone);
+  few.add(5, 50);
+  const size_t at = few.position(9);
+  ASSERT_NE(at, few.kNone);
+  EXPECT_EQ(few.at(at), 90);
+  few.erase_at(at);
+  EXPECT_EQ(few.find(9), nullptr);
+  EXPECT_EQ(few[5], 50);
+  EXPECT_EQ(few.size(), 2u);
 }
 
 TEST(RingCollectives, ReduceScatterAndAllGatherTakeHalfAnAllReduce) {
