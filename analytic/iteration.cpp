@@ -169,6 +169,7 @@ struct RankState {
   const OpInfo* op = nullptr;   // the summary's
   std::vector<uint32_t> waits;  // per op: predecessors not done (kDone once done)
   std::vector<Communication> communication;
+  std::vector<std::pair<uint32_t, int>> sends;  // until start_rank: sends to cost, (communication op, peer rank)
   // Critical path (when asked for): per op, what made it ready, what its start waited for, and
   // its end.
   std::vector<Binder> ready_by, bound_by;
@@ -317,9 +318,10 @@ int Walk::group(int communicator) {
   return g = it->second;
 }
 
-// A class's own state: its representative, its ops' counts, its communication ops costed (a
-// collective's `peer` its communicator until start_rank). Classes share nothing here: they are
-// set up side by side, each thread with its own costs.
+// A class's own state: its representative, its ops' counts, its communication ops costed but
+// sends (a collective's `peer` its communicator until start_rank). Classes share nothing here:
+// they are set up side by side, each thread with its own costs; a send's path is costed in
+// start_rank, as the platform's routes are not for several threads at once.
 void Walk::init_rank(int cls, OpCosts& costs) {
   RankState& s = ranks_[size_t(cls)];
   s.rank = &job_.ranks[size_t(classes_.representative[size_t(cls)])];
@@ -360,20 +362,24 @@ void Walk::init_rank(int cls, OpCosts& costs) {
     c.tag = op.tag;
     c.sequence = messages[{int(op.kind), c.peer, op.tag, 0}]++;
     c.bytes = double(op.message_bytes);
-    if (op.kind == OpKind::Send) {
-      const TransferCost t = costs.transfer(s.rank->rank, peer, op.message_bytes, op.tag);
-      c.seconds = t.serialization_s;
-      c.delay = t.latency_s;
-    }
+    if (op.kind == OpKind::Send) s.sends.emplace_back(uint32_t(k), peer);
   }
 }
 
-// What classes share, in class order: collectives' groups numbered, the first ops made ready.
+// What classes share, in class order: collectives' groups numbered, sends' paths costed (the
+// platform's routes build their tables as they are first asked), the first ops made ready.
 void Walk::start_rank(int cls) {
   RankState& s = ranks_[size_t(cls)];
   for (size_t k = 0; k < s.communication.size(); ++k)
     if (s.op[s.summary->communication[k]].kind == OpKind::Collective)
       s.communication[k].peer = group(s.communication[k].peer);
+  for (const auto& [k, peer] : s.sends) {
+    Communication& c = s.communication[k];
+    const TransferCost t = costs_.transfer(s.rank->rank, peer, uint64_t(c.bytes), c.tag);
+    c.seconds = t.serialization_s;
+    c.delay = t.latency_s;
+  }
+  s.sends = {};
   for (uint32_t i = 0; i < s.waits.size(); ++i)
     if (s.waits[i] == 0) push(0.0, EventKind::Ready, cls, i);
 }

@@ -199,18 +199,36 @@ void Routing::build_node_tables() {
   }
 }
 
+// What the network's tables are built from, kept for the keys' columns built on first use.
+struct Routing::NetworkColumns {
+  explicit NetworkColumns(const Graph& graph) : g(graph) {}
+  const Adjacency g;
+  std::vector<std::vector<uint32_t>> key_switches;  // per key: the switches its gateways hang off
+  std::vector<uint32_t> multi_uplink;               // gateways with several uplinks
+  std::vector<KeyColumn> columns;  // per key, built on first use
+  // Scratch of a column's build: the list each device got last (a list equal to it is shared),
+  // distances, their frontier, a device's choices and list.
+  std::vector<uint32_t> last, next, dist;
+  Frontier frontier;
+  std::vector<std::pair<uint16_t, double>> choices;
+  std::vector<uint16_t> list;
+};
+
+Routing::~Routing() = default;
+
 void Routing::build_network_tables() {
   const Network& net = topology_.network;
   const Graph& graph = net.graph;
   const uint32_t gws = net.gateways;
   const uint32_t switches = net.switches();
   if (gws == 0) return;
-  const Adjacency g(graph);
+  network_ = std::make_unique<NetworkColumns>(graph);
+  NetworkColumns& n = *network_;
+  const Adjacency& g = n.g;
   const uint32_t devices = static_cast<uint32_t>(graph.devices.size());
 
   // Gateways hanging off the same set of switches share one table column (a key).
   std::map<std::vector<uint32_t>, uint32_t> keys;
-  std::vector<std::vector<uint32_t>> key_switches;
   key_of_.resize(gws);
   std::vector<uint32_t> set;
   for (uint32_t d = 0; d < gws; ++d) {
@@ -222,21 +240,11 @@ void Routing::build_network_tables() {
       throw PlatformError(topology_.nodes > 1 ? "network.links" : "network",
                           graph.devices[d].name + " is not cabled to the network");
     auto [it, fresh] = keys.emplace(set, static_cast<uint32_t>(keys.size()));
-    if (fresh) key_switches.push_back(set);
+    if (fresh) n.key_switches.push_back(set);
     key_of_[d] = it->second;
   }
-  keys_ = static_cast<uint32_t>(key_switches.size());
-  // Transfers keep their gateway index across the network (rail alignment), so a key's
-  // switches need to reach only the keys holding gateways of the same index: the planes of an
-  // NVLink network are separate networks.
-  const uint32_t per_node = topology_.gateways_per_node();
-  std::vector<std::vector<bool>> key_indices(keys_, std::vector<bool>(per_node, false));
-  for (uint32_t d = 0; d < gws; ++d) key_indices[key_of_[d]][d % per_node] = true;
-  auto share_an_index = [&](uint32_t a, uint32_t b) {
-    for (uint32_t i = 0; i < per_node; ++i)
-      if (key_indices[a][i] && key_indices[b][i]) return true;
-    return false;
-  };
+  keys_ = static_cast<uint32_t>(n.key_switches.size());
+  check_connected();
 
   std::vector<std::pair<uint16_t, double>> choices;
   std::vector<uint16_t> list;
@@ -254,66 +262,115 @@ void Routing::build_network_tables() {
   }
 
   uplink_table_.assign(gws, PortLists::kNone);
-  std::vector<uint32_t> multi_uplink;  // gateways with several uplinks
   for (uint32_t d = 0; d < gws; ++d)
     if (g.ports(d) > 1) {
-      uplink_table_[d] = static_cast<uint32_t>(multi_uplink.size());
-      multi_uplink.push_back(d);
+      uplink_table_[d] = static_cast<uint32_t>(n.multi_uplink.size());
+      n.multi_uplink.push_back(d);
     }
-  uplink_rows_.assign(multi_uplink.size() * keys_, PortLists::kNone);
-  switch_table_.assign(size_t(switches) * keys_, PortLists::kNone);
+  n.columns.resize(keys_);
+  n.last.assign(devices, PortLists::kNone);
+}
 
-  // Most of a switch's lists are equal (a leaf sends everything that is not below it up the
-  // same spines): a list equal to the one the same switch (or gateway) got last is shared.
-  std::vector<uint32_t> last(devices, PortLists::kNone);
-  std::vector<uint32_t> next;
-  auto add_list = [&](uint32_t device) {
-    const uint32_t previous = last[device];
-    if (previous != PortLists::kNone && net_lists_.size(previous) == list.size() &&
-        std::equal(list.begin(), list.end(), net_lists_.ports.begin() + net_lists_.begin[previous]))
+// Every key's switches reach the switches of every key holding gateways of the same index
+// (transfers keep their gateway index across the network, so the planes of an NVLink network
+// are separate networks): the network's switches in connected pieces, paths passing through
+// switches only, as the tables' routes do.
+void Routing::check_connected() {
+  const Network& net = topology_.network;
+  const Graph& graph = net.graph;
+  const uint32_t gws = net.gateways;
+  const Adjacency& g = network_->g;
+  const auto& key_switches = network_->key_switches;
+  std::vector<uint32_t> piece(graph.devices.size(), kFar), stack;
+  uint32_t pieces = 0;
+  for (const auto& switches : key_switches)
+    for (uint32_t start : switches) {
+      if (piece[start] != kFar) continue;
+      piece[start] = pieces;
+      stack.assign(1, start);
+      while (!stack.empty()) {
+        const uint32_t u = stack.back();
+        stack.pop_back();
+        for (uint32_t i = g.begin[u]; i < g.begin[u + 1]; ++i)
+          if (const uint32_t w = g.peer[i]; w >= gws && piece[w] == kFar) {
+            piece[w] = pieces;
+            stack.push_back(w);
+          }
+      }
+      ++pieces;
+    }
+  if (pieces <= 1) return;
+  rails_joined_ = false;  // (gateways of different indices may be apart, as NVLink planes are)
+  const uint32_t per_node = topology_.gateways_per_node();
+  std::vector<std::vector<bool>> key_indices(keys_, std::vector<bool>(per_node, false));
+  for (uint32_t d = 0; d < gws; ++d) key_indices[key_of_[d]][d % per_node] = true;
+  auto share_an_index = [&](uint32_t a, uint32_t b) {
+    for (uint32_t i = 0; i < per_node; ++i)
+      if (key_indices[a][i] && key_indices[b][i]) return true;
+    return false;
+  };
+  std::vector<bool> reached(pieces);
+  for (uint32_t k = 0; k < keys_; ++k) {
+    std::fill(reached.begin(), reached.end(), false);
+    for (uint32_t x : key_switches[k]) reached[piece[x]] = true;
+    for (uint32_t other = 0; other < keys_; ++other)
+      for (uint32_t x : key_switches[other])
+        if (!reached[piece[x]] && share_an_index(k, other))
+          throw PlatformError(topology_.nodes > 1 && !net.graph.devices.empty() ? "network.links" : "network",
+                              "the network is not connected: " + graph.devices[x].name + " cannot reach " +
+                                  graph.devices[key_switches[k][0]].name);
+  }
+}
+
+// Key k's column: a search from its switches, then each switch's (and multi-uplink gateway's)
+// next hops toward it, those of equal least cost weighted by bandwidth. Built on the first
+// route toward the key: a run routes toward few of the keys of a large network (with symmetry,
+// those of the GPUs it simulates), and the columns of all of them cost keys x links.
+const Routing::KeyColumn& Routing::column(uint32_t k) const {
+  NetworkColumns& n = *network_;
+  KeyColumn& c = n.columns[k];
+  if (c.built) return c;
+  c.built = true;
+  const uint32_t gws = topology_.network.gateways;
+  const Adjacency& g = n.g;
+  const uint32_t devices = static_cast<uint32_t>(g.begin.size() - 1);
+  auto add_list = [&](uint32_t device) {  // a list equal to the one the same device got last is shared
+    const uint32_t previous = n.last[device];
+    if (previous != PortLists::kNone && net_lists_.size(previous) == n.list.size() &&
+        std::equal(n.list.begin(), n.list.end(), net_lists_.ports.begin() + net_lists_.begin[previous]))
       return previous;
-    next.clear();
-    for (uint16_t p : list) next.push_back(g.neighbor(device, p));
-    const uint32_t added = net_lists_.add(list, next);
-    if (added != PortLists::kNone) last[device] = added;
+    n.next.clear();
+    for (uint16_t p : n.list) n.next.push_back(g.neighbor(device, p));
+    const uint32_t added = net_lists_.add(n.list, n.next);
+    if (added != PortLists::kNone) n.last[device] = added;
     return added;
   };
-  std::vector<uint32_t> dist;
-  Frontier queue;
-  for (uint32_t k = 0; k < keys_; ++k) {
-    distances(g, key_switches[k], [&](uint32_t d) { return d >= gws; }, dist, queue);
-    for (uint32_t other = 0; other < keys_; ++other)
-      for (uint32_t x : key_switches[other]) {
-        if (dist[x] != kFar) continue;
-        rails_joined_ = false;  // (gateways of different indices may be apart, as NVLink planes are)
-        if (share_an_index(k, other))
-          throw PlatformError(
-              topology_.nodes > 1 && !net.graph.devices.empty() ? "network.links" : "network",
-              "the network is not connected: " + graph.devices[x].name + " cannot reach " +
-                  graph.devices[key_switches[k][0]].name);
-      }
-    for (uint32_t x = gws; x < devices; ++x) {
-      if (dist[x] == 0 || dist[x] == kFar) continue;
-      choices.clear();
-      for (uint32_t i = g.begin[x]; i < g.begin[x + 1]; ++i) {
-        const uint32_t w = g.peer[i];
-        if (w >= gws && dist[w] != kFar && dist[w] + g.cost[i] == dist[x])
-          choices.emplace_back(static_cast<uint16_t>(i - g.begin[x]), g.bandwidth[i]);
-      }
-      weighted(choices, list);
-      switch_table_[size_t(x - gws) * keys_ + k] = add_list(x);
+  distances(g, n.key_switches[k], [&](uint32_t d) { return d >= gws; }, n.dist, n.frontier);
+  c.switches.assign(devices - gws, PortLists::kNone);
+  for (uint32_t x = gws; x < devices; ++x) {
+    if (n.dist[x] == 0 || n.dist[x] == kFar) continue;
+    n.choices.clear();
+    for (uint32_t i = g.begin[x]; i < g.begin[x + 1]; ++i) {
+      const uint32_t w = g.peer[i];
+      if (w >= gws && n.dist[w] != kFar && n.dist[w] + g.cost[i] == n.dist[x])
+        n.choices.emplace_back(static_cast<uint16_t>(i - g.begin[x]), g.bandwidth[i]);
     }
-    for (uint32_t d : multi_uplink) {
-      uint32_t nearest = kFar;
-      for (uint32_t p = 0; p < g.ports(d); ++p) nearest = std::min(nearest, dist[g.neighbor(d, p)]);
-      choices.clear();
-      for (uint32_t p = 0; p < g.ports(d); ++p)
-        if (dist[g.neighbor(d, p)] == nearest)
-          choices.emplace_back(static_cast<uint16_t>(p), g.port_bandwidth(d, p));
-      weighted(choices, list);
-      uplink_rows_[size_t(uplink_table_[d]) * keys_ + k] = add_list(d);
-    }
+    weighted(n.choices, n.list);
+    c.switches[x - gws] = add_list(x);
   }
+  c.uplinks.assign(n.multi_uplink.size(), PortLists::kNone);
+  for (size_t row = 0; row < n.multi_uplink.size(); ++row) {
+    const uint32_t d = n.multi_uplink[row];
+    uint32_t nearest = kFar;
+    for (uint32_t p = 0; p < g.ports(d); ++p) nearest = std::min(nearest, n.dist[g.neighbor(d, p)]);
+    n.choices.clear();
+    for (uint32_t p = 0; p < g.ports(d); ++p)
+      if (n.dist[g.neighbor(d, p)] == nearest)
+        n.choices.emplace_back(static_cast<uint16_t>(p), g.port_bandwidth(d, p));
+    weighted(n.choices, n.list);
+    c.uplinks[row] = add_list(d);
+  }
+  return c;
 }
 
 void Routing::mark_routes(uint32_t from, uint32_t target, uint8_t use, std::vector<uint8_t>& links) const {
@@ -437,7 +494,7 @@ uint64_t Routing::gateway_turn(const protocol::FabricTransfer& t, uint64_t h) co
 uint32_t Routing::uplink_list(uint32_t gateway, uint32_t destination) const {
   const uint32_t row = uplink_table_[gateway];
   if (row == PortLists::kNone) return PortLists::kNone;
-  return uplink_rows_[size_t(row) * keys_ + key_of_[destination]];
+  return column(key_of_[destination]).uplinks[row];
 }
 
 uint32_t Routing::gateway_uplink(uint32_t gateway, uint32_t destination, uint64_t& turn) const {
@@ -450,7 +507,7 @@ uint32_t Routing::switch_list(uint32_t device, uint32_t destination) const {
   const auto& direct = direct_[device - net.gateways];
   auto it = std::lower_bound(direct.begin(), direct.end(), std::make_pair(destination, 0u));
   if (it != direct.end() && it->first == destination) return it->second;
-  const uint32_t list = switch_table_[size_t(device - net.gateways) * keys_ + key_of_[destination]];
+  const uint32_t list = column(key_of_[destination]).switches[device - net.gateways];
   if (list == PortLists::kNone)
     throw std::runtime_error("no route from " + net.graph.devices[device].name + " to " +
                              net.graph.devices[destination].name);

@@ -18,7 +18,10 @@
 //
 // Tables scale with the platform's parts, not with GPUs x devices: the node template's table is
 // shared by every node; network switches keep one entry per group of gateways that hang off
-// the same switches, plus the gateways cabled to themselves.
+// the same switches (a key), plus the gateways cabled to themselves. A key's column of the
+// network's table is built on the first route toward it: a run routes toward few of a large
+// network's keys, and all of them cost keys x links (2,048 keys by 327,680 switch ports on
+// 65,536 H100). So a Routing answers one thread at a time.
 #pragma once
 
 #include <algorithm>
@@ -65,6 +68,7 @@ class Routing {
  public:
   // Throws PlatformError when some gateway cannot reach another (an unroutable network).
   explicit Routing(const PlatformGraph& topology);
+  ~Routing();
 
   const PlatformGraph& topology() const { return topology_; }
 
@@ -181,13 +185,21 @@ class Routing {
   std::vector<int32_t> gateway_index_;   // template device -> gateway index, or -1
   std::vector<uint32_t> nvswitch_ports_; // per GPU: its NVLink ports (in-switch reduction)
 
-  PortLists net_lists_;
+  // The network's next hops toward each key, a column per key built on the first route toward
+  // it (so a Routing is not for lookups from several threads at once).
+  struct NetworkColumns;
+  struct KeyColumn {  // per switch (minus the gateways), then per multi-uplink gateway: its list
+    std::vector<uint32_t> switches, uplinks;
+    bool built = false;
+  };
+  void check_connected();
+  const KeyColumn& column(uint32_t key) const;
+  mutable PortLists net_lists_;
   uint32_t keys_ = 0;
   std::vector<uint32_t> key_of_;         // global gateway -> key (the set of switches it hangs off)
-  std::vector<uint32_t> switch_table_;   // (switch - gateways) * keys_ + key -> list
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> direct_;  // per switch: (gateway, list)
-  std::vector<uint32_t> uplink_table_;   // per gateway with several uplinks: row into uplink_rows_
-  std::vector<uint32_t> uplink_rows_;    // row * keys_ + key -> list
+  std::vector<uint32_t> uplink_table_;   // per gateway with several uplinks: its row in a column
+  std::unique_ptr<NetworkColumns> network_;
 };
 
 // A platform's graph and its routes, generated once and shared: the command line checks a
