@@ -427,7 +427,7 @@ uint32_t Routing::node_next(uint32_t node, uint32_t device, protocol::FabricTran
     if (nvswitch_ports_[device] == PortLists::kNone)
       throw std::runtime_error("GPU " + std::to_string(node * nt.gpus + device) +
                                " has no NVSwitch for in-switch reduction");
-    return node_lists_.pick(nvswitch_ports_[device], h);
+    return node_lists_.pick(nvswitch_ports_[device], switch_hash(t));
   }
   uint32_t target;
   if (t.purpose == protocol::TransferPurpose::NetworkReduce) {

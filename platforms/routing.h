@@ -105,6 +105,13 @@ class Routing {
   // Consecutive chunks take consecutive entries of a weighted list, so a transfer's chunks
   // spread over equal-cost ports exactly in proportion to their bandwidth.
   static uint64_t hash(const protocol::FabricTransfer& t) { return t.chunk + uint64_t(t.step) * 7 + identity(t); }
+  // In-switch reduction and multicast: every member's part of a chunk goes to the same NVSwitch
+  // (its reduction unit sums what the members send it), as NVLS's multicast memory interleaves
+  // addresses over a node's NVSwitches, whichever GPU writes them: the switch is picked by the
+  // chunk, its step, its call's flow and its owner, never by the sending GPU.
+  static uint64_t switch_hash(const protocol::FabricTransfer& t) {
+    return t.chunk + uint64_t(t.step) * 7 + t.flow * 13 + uint64_t(t.destination) * 3;
+  }
   // The transfer's own offset: its flow and, as addresses are in a real ECMP hash, its source
   // and destination, so that transfers of one collective step between different pairs spread
   // too (in flow fidelity a transfer is one flow and takes one path).

@@ -160,6 +160,21 @@ TEST(FlowFidelity, NvlsAgreesWithPacketFidelityOnADgxH100) {
     }
 }
 
+// A node whose NVSwitches are modules of their own (nvl-256's, each with uplinks to the second
+// tier; a DGX H100's four fold into one): every member's part of a chunk goes to the same
+// switch, or no switch would ever see all of them (the call hung in both fidelities). The node
+// is a DGX H100's, so packet fidelity gives the DGX H100's time.
+TEST(FlowFidelity, NvlsOnSeparateNvSwitchesMeetsAtOneSwitchPerChunk) {
+  const PlatformConfig nvl = load_platform("nvl-256", {"nodes=1"});
+  const PlatformConfig dgx = load_platform("dgx-h100");
+  const workloads::Job job = one_collective(8, CollectiveKind::AllReduce, 64 * MiB);
+  models::CollectiveEngineConfig nvls;
+  nvls.algorithm = models::CollectiveAlgorithm::Nvls;
+  const double packet = time_of(simulate(nvl, job, Fidelity::Packet, nvls));
+  EXPECT_NEAR(packet, time_of(simulate(dgx, job, Fidelity::Packet, nvls)), 0.02 * packet);
+  EXPECT_GT(time_of(simulate(nvl, job, Fidelity::Flow, nvls)), 0.0);  // (finishes: simulate checks)
+}
+
 TEST(FlowFidelity, CollNetAgreesWithPacketFidelityAcrossTwoDgxH100) {
   // SHARP: NVLS in each node, the node sums of each shard through the aggregation switch.
   const PlatformConfig p = load_platform("dgx-h100", {"nodes=2", "network.in_network_reduction=true"});
