@@ -627,18 +627,30 @@ SimulationResult cost_analytically(const platforms::PlatformConfig& platform,
 std::string describe_deadlock(const SimulationResult& result) {
   if (result.fidelity == platforms::Fidelity::Analytic && !result.stuck.empty())
     return "the program cannot finish: " + result.stuck.front().what + ".";
+  // The first few stuck ops and absent ranks by name, the rest counted: one line a person
+  // reads, however many of 65,536 ranks are stuck.
+  constexpr size_t kShown = 8;
   std::ostringstream out;
   out << "the program cannot finish:";
-  for (const StuckOp& s : result.stuck) {
+  for (size_t k = 0; k < std::min(result.stuck.size(), kShown); ++k) {
+    const StuckOp& s = result.stuck[k];
     out << " rank " << s.rank << " is stuck at op " << s.op << " '" << s.name << "' (" << s.what;
     if (!s.absent_ranks.empty()) {
       out << "; waiting for rank";
       if (s.absent_ranks.size() > 1) out << "s";
-      for (size_t i = 0; i < s.absent_ranks.size(); ++i)
+      for (size_t i = 0; i < std::min(s.absent_ranks.size(), kShown); ++i)
         out << (i ? "," : "") << " " << s.absent_ranks[i];
+      if (s.absent_ranks.size() > kShown) out << " and " << s.absent_ranks.size() - kShown << " more";
       out << " that never joined";
     }
     out << ");";
+  }
+  if (result.stuck.size() > kShown) {
+    std::vector<int> ranks;
+    for (const StuckOp& s : result.stuck) ranks.push_back(s.rank);
+    std::sort(ranks.begin(), ranks.end());
+    const size_t distinct = size_t(std::unique(ranks.begin(), ranks.end()) - ranks.begin());
+    out << " and " << result.stuck.size() - kShown << " more stuck ops (" << distinct << " ranks stuck in all);";
   }
   std::string text = out.str();
   if (!text.empty() && text.back() == ';') text.back() = '.';

@@ -137,6 +137,29 @@ TEST(Deadlock, ACollectiveOneRankNeverJoinsNamesTheStuckRanks) {
   EXPECT_EQ(text.find("rank 3 is stuck"), std::string::npos) << text;  // rank 3 finished
 }
 
+// Many stuck ranks: the first eight stuck ops by name, the rest counted (one line a person reads).
+TEST(Deadlock, ManyStuckRanksAreCountedAfterTheFirstFew) {
+  auto p = testing::ideal_node(12);
+  workloads::Job job;
+  std::vector<int> world(12);
+  for (int r = 0; r < 12; ++r) world[size_t(r)] = r;
+  job.communicators.push_back({"world", world});
+  for (int r = 0; r < 12; ++r) {
+    ProgramBuilder b(job, r);
+    b.compute("warmup", "compute", 1e9, 0);
+    if (r != 11) b.collective("grad_allreduce", "comm", workloads::CollectiveKind::AllReduce, 0, 1 << 20);
+    b.finish();
+  }
+  const nlohmann::json r = run_in_child([&] {
+    return testing::summarize(app::simulate(p, job, app::SimulationOptions{}));
+  });
+  ASSERT_TRUE(r["deadlocked"].get<bool>());
+  const std::string text = r["deadlock"];
+  EXPECT_NE(text.find("rank 7 is stuck at op 1"), std::string::npos) << text;
+  EXPECT_EQ(text.find("rank 8 is stuck"), std::string::npos) << text;
+  EXPECT_NE(text.find("and 3 more stuck ops (11 ranks stuck in all)."), std::string::npos) << text;
+}
+
 TEST(Deadlock, AReceiveWithoutItsSendIsReported) {
   auto p = testing::ideal_node(2);
   workloads::Job job;
