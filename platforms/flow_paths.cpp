@@ -208,10 +208,47 @@ models::PathProvider::Leg RoutedPaths::leg(uint32_t id) const {
   return Leg{leg_links_.data() + leg.first, leg_shares_.data() + leg.first, leg.count};
 }
 
-bool RoutedPaths::to_network(protocol::FabricTransfer& t, std::vector<uint32_t>& links, Ends& ends) const {
+// A node's part of a path, spread over the node's equal-cost ports (Routing::node_spread):
+// the same in every node, so spread once per (device, target) of the node template.
+const RoutedPaths::NodeSpread& RoutedPaths::node_spread(uint32_t from, uint32_t target) const {
+  const size_t key = size_t(from) * routing_.node_targets() + target;
+  if (node_spreads_.size() <= key) node_spreads_.resize(size_t(node_devices_) * routing_.node_targets());
+  NodeSpread& spread = node_spreads_[key];
+  if (spread.known) return spread;
+  routing_.node_spread(from, target, spread_, scratch_);
+  spread = NodeSpread{static_cast<uint32_t>(spread_links_.size()), static_cast<uint32_t>(spread_.size()), true};
+  for (const Routing::Share& x : spread_) {
+    spread_links_.push_back(topology_.node.graph.directed_link(x.device, x.port));
+    spread_shares_.push_back(x.share);
+  }
+  return spread;
+}
+
+void RoutedPaths::append_node_spread(uint32_t node, uint32_t from, uint32_t target, std::vector<uint32_t>& links,
+                                     std::vector<double>& shares) const {
+  const NodeSpread& spread = node_spread(from, target);
+  for (uint32_t i = spread.first; i < spread.first + spread.count; ++i) {
+    links.push_back(node_link_id(node, spread_links_[i]));
+    shares.push_back(spread_shares_[i]);
+  }
+}
+
+// Shares that are all whole are left out (a path of one way through its nodes and whole
+// network links: what consumers take fastest).
+static void drop_whole_shares(std::vector<double>& shares) {
+  if (std::all_of(shares.begin(), shares.end(), [](double s) { return s == 1.0; })) shares.clear();
+}
+
+bool RoutedPaths::to_network(protocol::FabricTransfer& t, std::vector<uint32_t>& links, std::vector<double>& shares,
+                             Ends& ends) const {
   const NodeTemplate& nt = topology_.node;
-  const uint32_t node = t.source / nt.gpus;
-  if (node_leg(node, t.source % nt.gpus, t, links)) return true;  // within the node
+  const uint32_t node = t.source / nt.gpus, gpu = t.source % nt.gpus;
+  if (t.destination / nt.gpus == node) {  // within the node
+    append_node_spread(node, gpu, t.destination % nt.gpus, links, shares);
+    return true;
+  }
+  routing_.node_next(node, gpu, t);  // (the source GPU picks the gateway it leaves by: t.gateway)
+  append_node_spread(node, gpu, nt.gpus + t.gateway, links, shares);
   const uint32_t per_node = topology_.gateways_per_node();
   ends.there = t.destination / nt.gpus;
   ends.entry = routing_.entry_gateway(t);
@@ -220,30 +257,37 @@ bool RoutedPaths::to_network(protocol::FabricTransfer& t, std::vector<uint32_t>&
   return false;
 }
 
-// A transfer between nodes spreads over the network's equal-cost ports (Routing::network_spread),
-// as packet fidelity's chunks do; in its nodes it takes the hashed path packet fidelity's
-// chunks take (its gateway, and a path through the NVSwitches or PCIe switches).
+// A transfer spreads over the equal-cost ports of its nodes (Routing::node_spread) and of the
+// network (Routing::network_spread), as packet fidelity's chunks do; it leaves its node by the
+// gateway its source GPU picks, as packet fidelity's first chunk does.
 void RoutedPaths::path(const protocol::FabricTransfer& transfer, std::vector<uint32_t>& links,
                        std::vector<double>& shares) const {
   links.clear();
   shares.clear();
   protocol::FabricTransfer t = transfer;  // routing writes the chunk's gateway
   Ends ends;
-  if (to_network(t, links, ends)) return;
-  const NetworkLeg leg = network_leg(ends);
-  list_leg(leg, ends, links, shares);
-  into_node(ends.there, topology_.node.gateways[ends.entry], t, links);
-  shares.resize(links.size(), 1.0);
+  if (!to_network(t, links, shares, ends)) {
+    const NetworkLeg leg = network_leg(ends);
+    list_leg(leg, ends, links, shares);
+    append_node_spread(ends.there, topology_.node.gateways[ends.entry], t.destination % topology_.node.gpus, links,
+                       shares);
+  }
+  drop_whole_shares(shares);
 }
 
 // Appends the leg's links and shares, the gateways' links crossed whole around them.
 void RoutedPaths::list_leg(const NetworkLeg& leg, const Ends& ends, std::vector<uint32_t>& links,
                            std::vector<double>& shares) const {
-  if (ends.head != kNoLink) links.push_back(ends.head);
-  shares.resize(links.size(), 1.0);
+  if (ends.head != kNoLink) {
+    links.push_back(ends.head);
+    shares.push_back(1.0);
+  }
   links.insert(links.end(), leg_links_.begin() + leg.first, leg_links_.begin() + leg.first + leg.count);
   shares.insert(shares.end(), leg_shares_.begin() + leg.first, leg_shares_.begin() + leg.first + leg.count);
-  if (ends.tail != kNoLink) links.push_back(ends.tail);
+  if (ends.tail != kNoLink) {
+    links.push_back(ends.tail);
+    shares.push_back(1.0);
+  }
 }
 
 // The same, the network leg named where it is kept: the links in the nodes, whole.
@@ -253,16 +297,23 @@ uint32_t RoutedPaths::path_with_leg(const protocol::FabricTransfer& transfer, st
   shares.clear();
   protocol::FabricTransfer t = transfer;
   Ends ends;
-  if (to_network(t, links, ends)) return kNoLeg;
+  if (to_network(t, links, shares, ends)) {
+    drop_whole_shares(shares);
+    return kNoLeg;
+  }
   const NetworkLeg leg = network_leg(ends);
   if (leg.id == kNoLeg) {  // not kept: listed
     list_leg(leg, ends, links, shares);
   } else {
-    if (ends.head != kNoLink) links.push_back(ends.head);
-    if (ends.tail != kNoLink) links.push_back(ends.tail);
+    for (const uint32_t end : {ends.head, ends.tail})
+      if (end != kNoLink) {
+        links.push_back(end);
+        shares.push_back(1.0);
+      }
   }
-  into_node(ends.there, topology_.node.gateways[ends.entry], t, links);
-  if (!shares.empty()) shares.resize(links.size(), 1.0);
+  append_node_spread(ends.there, topology_.node.gateways[ends.entry], t.destination % topology_.node.gpus, links,
+                     shares);
+  drop_whole_shares(shares);
   return leg.id;
 }
 

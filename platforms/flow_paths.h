@@ -70,7 +70,21 @@ class RoutedPaths : public models::PathProvider {
     uint32_t head = kNoLink, tail = kNoLink;  // the gateways' links, where the leg leaves them out
   };
   static constexpr uint32_t kNoLink = ~0u;
-  bool to_network(protocol::FabricTransfer& t, std::vector<uint32_t>& links, Ends& ends) const;
+  bool to_network(protocol::FabricTransfer& t, std::vector<uint32_t>& links, std::vector<double>& shares,
+                  Ends& ends) const;
+  // A node's part of a path from template device `from` to node target `target`, spread over
+  // its equal-cost ports: template links and shares at [first, first + count) of spread_links_
+  // and spread_shares_, spread once per (device, target).
+  struct NodeSpread {
+    uint32_t first = 0, count = 0;
+    bool known = false;
+  };
+  const NodeSpread& node_spread(uint32_t from, uint32_t target) const;
+  void append_node_spread(uint32_t node, uint32_t from, uint32_t target, std::vector<uint32_t>& links,
+                          std::vector<double>& shares) const;
+  mutable std::vector<NodeSpread> node_spreads_;  // by from x node targets + target
+  mutable std::vector<uint32_t> spread_links_;    // template directed links
+  mutable std::vector<double> spread_shares_;
   // The same to a GPU that is in the node.
   void into_node(uint32_t node, uint32_t device, protocol::FabricTransfer t, std::vector<uint32_t>& links) const;
   // The switch id of network device `x` (a switch), or of the device past the gateways.

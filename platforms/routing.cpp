@@ -520,24 +520,30 @@ uint32_t Routing::network_next(uint32_t device, protocol::FabricTransfer& t) con
   return net_lists_.pick_turn(switch_list(device, destination), t.turn);
 }
 
-void Routing::network_spread(uint32_t from, uint32_t to, std::vector<Share>& out, SpreadScratch& s) const {
-  const Graph& net = topology_.network.graph;
-  const uint32_t gateways = topology_.network.gateways;
+namespace {
+
+// Spreads a transfer from `from` to `to` over a graph's weighted lists, an equal part of what a
+// device forwards on each entry of its list (`list_of(x)`; kNone: its only port), stage by
+// stage, until it has all arrived; devices where `forwards(y)` is false are ends (only `to` may
+// be reached among them). One Share per link crossed, summed over the stages.
+template <typename ListOf, typename Forwards>
+void spread_over(const Graph& graph, const PortLists& lists, uint32_t from, uint32_t to, ListOf list_of,
+                 Forwards forwards, std::vector<Routing::Share>& out, Routing::SpreadScratch& s) {
   out.clear();
-  s.slot.resize(net.devices.size(), PortLists::kNone);
+  s.slot.resize(graph.devices.size(), PortLists::kNone);
   s.wave.clear();
   s.next.clear();
   bool arrived = false;
   // Device x forwards `share` of the transfer over its list's entries, an equal part each.
   auto forward = [&](uint32_t x, uint32_t list, double share) {
-    const uint32_t n = list == PortLists::kNone ? 1 : net_lists_.size(list);
+    const uint32_t n = list == PortLists::kNone ? 1 : lists.size(list);
     for (uint32_t i = 0; i < n; ++i) {
-      const uint32_t port = list == PortLists::kNone ? 0 : net_lists_.ports[net_lists_.begin[list] + i];
-      out.push_back(Share{x, port, share / n});
-      const uint32_t y = net.neighbor(x, port);
-      if (y < gateways) {  // gateways never forward: it is the destination's
-        if (y != to) throw std::logic_error("a route from " + net.devices[from].name + " to " +
-                                            net.devices[to].name + " enters " + net.devices[y].name);
+      const uint32_t port = list == PortLists::kNone ? 0 : lists.ports[lists.begin[list] + i];
+      out.push_back(Routing::Share{x, port, share / n});
+      const uint32_t y = graph.neighbor(x, port);
+      if (y == to || !forwards(y)) {
+        if (y != to) throw std::logic_error("a route from " + graph.devices[from].name + " to " +
+                                            graph.devices[to].name + " enters " + graph.devices[y].name);
         arrived = true;
         continue;
       }
@@ -548,20 +554,20 @@ void Routing::network_spread(uint32_t from, uint32_t to, std::vector<Share>& out
       s.next[s.slot[y]].second += share / n;
     }
   };
-  forward(from, uplink_list(from, to), 1.0);
+  forward(from, list_of(from), 1.0);
   for (size_t stage = 0; !s.next.empty(); ++stage) {
-    if (stage > net.devices.size())
-      throw std::logic_error("the route from " + net.devices[from].name + " to " + net.devices[to].name +
+    if (stage > graph.devices.size())
+      throw std::logic_error("the route from " + graph.devices[from].name + " to " + graph.devices[to].name +
                              " does not end");
     std::swap(s.wave, s.next);
     s.next.clear();
     for (const auto& [x, share] : s.wave) s.slot[x] = PortLists::kNone;
-    for (const auto& [x, share] : s.wave) forward(x, switch_list(x, to), share);
+    for (const auto& [x, share] : s.wave) forward(x, list_of(x), share);
   }
-  if (!arrived) throw std::logic_error("no route from " + net.devices[from].name + " to " + net.devices[to].name);
-  // One entry per link: a port listed twice (a faster link, weighted), or a switch met again at
+  if (!arrived) throw std::logic_error("no route from " + graph.devices[from].name + " to " + graph.devices[to].name);
+  // One entry per link: a port listed twice (a faster link, weighted), or a device met again at
   // a later stage (paths of unequal hop counts), adds its shares.
-  std::sort(out.begin(), out.end(), [](const Share& a, const Share& b) {
+  std::sort(out.begin(), out.end(), [](const Routing::Share& a, const Routing::Share& b) {
     return a.device != b.device ? a.device < b.device : a.port < b.port;
   });
   size_t kept = 0;
@@ -572,6 +578,34 @@ void Routing::network_spread(uint32_t from, uint32_t to, std::vector<Share>& out
       out[kept++] = out[i];
   }
   out.resize(kept);
+}
+
+}  // namespace
+
+void Routing::network_spread(uint32_t from, uint32_t to, std::vector<Share>& out, SpreadScratch& s) const {
+  const uint32_t gateways = topology_.network.gateways;
+  // The first list is the gateway's uplinks; gateways never forward (it is the destination's).
+  spread_over(
+      topology_.network.graph, net_lists_, from, to,
+      [&](uint32_t x) { return x == from ? uplink_list(from, to) : switch_list(x, to); },
+      [&](uint32_t y) { return y >= gateways; }, out, s);
+}
+
+void Routing::node_spread(uint32_t from, uint32_t target, std::vector<Share>& out, SpreadScratch& s) const {
+  const NodeTemplate& nt = topology_.node;
+  const uint32_t to = target < nt.gpus ? target : nt.gateways[target - nt.gpus];
+  out.clear();
+  if (from == to) return;
+  // GPUs never forward; a gateway does inside its node (an NVSwitch with uplinks).
+  spread_over(
+      nt.graph, node_lists_, from, to,
+      [&](uint32_t x) {
+        const uint32_t list = node_table_[size_t(x) * node_targets_ + target];
+        if (list == PortLists::kNone)
+          throw std::runtime_error("no route from " + nt.graph.devices[x].name + " to " + nt.graph.devices[to].name);
+        return list;
+      },
+      [&](uint32_t y) { return y >= nt.gpus; }, out, s);
 }
 
 }  // namespace tessera::platforms

@@ -144,6 +144,11 @@ class Routing {
     std::vector<uint32_t> slot;  // by network device: its place in `next`, or kNone
   };
   void network_spread(uint32_t from, uint32_t to, std::vector<Share>& out, SpreadScratch& scratch) const;
+  // The same inside the node template: from device `from` to node target `target` (a GPU, or
+  // the GPU count plus a gateway index), over the node's tables (empty where `from` is the
+  // target). The spread is the same in every node.
+  void node_spread(uint32_t from, uint32_t target, std::vector<Share>& out, SpreadScratch& scratch) const;
+  uint32_t node_targets() const { return node_targets_; }
 
   // What may cross each directed link of the node template (by Graph::directed_link), over
   // every choice the tables offer: kBetweenGpus, traffic between two

@@ -175,6 +175,18 @@ TEST(FlowFidelity, NvlsOnSeparateNvSwitchesMeetsAtOneSwitchPerChunk) {
   EXPECT_GT(time_of(simulate(nvl, job, Fidelity::Flow, nvls)), 0.0);  // (finishes: simulate checks)
 }
 
+// A flow spreads over its node's equal-cost ports as packet mode's chunks do: on a node of four
+// NVSwitches of their own (nvl-256's) a ring's transfer crosses all four, not the one its first
+// chunk takes (it ran at a quarter of packet mode's rate).
+TEST(FlowFidelity, RingOnSeparateNvSwitchesSpreadsOverThem) {
+  const PlatformConfig nvl = load_platform("nvl-256", {"nodes=1"});
+  const workloads::Job job = one_collective(8, CollectiveKind::AllReduce, 256 * MiB);
+  models::CollectiveEngineConfig ring;
+  ring.algorithm = models::CollectiveAlgorithm::Ring;
+  const double packet = time_of(simulate(nvl, job, Fidelity::Packet, ring));
+  EXPECT_NEAR(time_of(simulate(nvl, job, Fidelity::Flow, ring)), packet, 0.05 * packet);
+}
+
 TEST(FlowFidelity, CollNetAgreesWithPacketFidelityAcrossTwoDgxH100) {
   // SHARP: NVLS in each node, the node sums of each shard through the aggregation switch.
   const PlatformConfig p = load_platform("dgx-h100", {"nodes=2", "network.in_network_reduction=true"});
