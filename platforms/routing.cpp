@@ -291,8 +291,9 @@ void Routing::check_connected() {
       while (!stack.empty()) {
         const uint32_t u = stack.back();
         stack.pop_back();
+        if (u < gws && u != start) continue;  // a gateway is reached, never passed through
         for (uint32_t i = g.begin[u]; i < g.begin[u + 1]; ++i)
-          if (const uint32_t w = g.peer[i]; w >= gws && piece[w] == kFar) {
+          if (const uint32_t w = g.peer[i]; piece[w] == kFar) {
             piece[w] = pieces;
             stack.push_back(w);
           }
