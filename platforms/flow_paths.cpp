@@ -262,17 +262,41 @@ bool RoutedPaths::to_network(protocol::FabricTransfer& t, std::vector<uint32_t>&
 // gateway its source GPU picks, as packet fidelity's first chunk does.
 void RoutedPaths::path(const protocol::FabricTransfer& transfer, std::vector<uint32_t>& links,
                        std::vector<double>& shares) const {
+  assemble(transfer, links, shares, false);
+}
+
+// The same, the network leg named where it is kept: the links in the nodes, whole.
+uint32_t RoutedPaths::path_with_leg(const protocol::FabricTransfer& transfer, std::vector<uint32_t>& links,
+                                    std::vector<double>& shares) const {
+  return assemble(transfer, links, shares, true);
+}
+
+// The path: the source node's part, the network leg (listed, or, with `name_kept`, named where it
+// is kept, its gateways' links listed), the destination node's part.
+uint32_t RoutedPaths::assemble(const protocol::FabricTransfer& transfer, std::vector<uint32_t>& links,
+                               std::vector<double>& shares, bool name_kept) const {
   links.clear();
   shares.clear();
   protocol::FabricTransfer t = transfer;  // routing writes the chunk's gateway
   Ends ends;
+  uint32_t named = kNoLeg;
   if (!to_network(t, links, shares, ends)) {
     const NetworkLeg leg = network_leg(ends);
-    list_leg(leg, ends, links, shares);
+    if (name_kept && leg.id != kNoLeg) {
+      named = leg.id;
+      for (const uint32_t end : {ends.head, ends.tail})
+        if (end != kNoLink) {
+          links.push_back(end);
+          shares.push_back(1.0);
+        }
+    } else {
+      list_leg(leg, ends, links, shares);
+    }
     append_node_spread(ends.there, topology_.node.gateways[ends.entry], t.destination % topology_.node.gpus, links,
                        shares);
   }
   drop_whole_shares(shares);
+  return named;
 }
 
 // Appends the leg's links and shares, the gateways' links crossed whole around them.
@@ -288,33 +312,6 @@ void RoutedPaths::list_leg(const NetworkLeg& leg, const Ends& ends, std::vector<
     links.push_back(ends.tail);
     shares.push_back(1.0);
   }
-}
-
-// The same, the network leg named where it is kept: the links in the nodes, whole.
-uint32_t RoutedPaths::path_with_leg(const protocol::FabricTransfer& transfer, std::vector<uint32_t>& links,
-                                    std::vector<double>& shares) const {
-  links.clear();
-  shares.clear();
-  protocol::FabricTransfer t = transfer;
-  Ends ends;
-  if (to_network(t, links, shares, ends)) {
-    drop_whole_shares(shares);
-    return kNoLeg;
-  }
-  const NetworkLeg leg = network_leg(ends);
-  if (leg.id == kNoLeg) {  // not kept: listed
-    list_leg(leg, ends, links, shares);
-  } else {
-    for (const uint32_t end : {ends.head, ends.tail})
-      if (end != kNoLink) {
-        links.push_back(end);
-        shares.push_back(1.0);
-      }
-  }
-  append_node_spread(ends.there, topology_.node.gateways[ends.entry], t.destination % topology_.node.gpus, links,
-                     shares);
-  drop_whole_shares(shares);
-  return leg.id;
 }
 
 }  // namespace tessera::platforms

@@ -72,6 +72,8 @@ class RoutedPaths : public models::PathProvider {
   static constexpr uint32_t kNoLink = ~0u;
   bool to_network(protocol::FabricTransfer& t, std::vector<uint32_t>& links, std::vector<double>& shares,
                   Ends& ends) const;
+  uint32_t assemble(const protocol::FabricTransfer& t, std::vector<uint32_t>& links, std::vector<double>& shares,
+                    bool name_kept) const;
   // A node's part of a path from template device `from` to node target `target`, spread over
   // its equal-cost ports: template links and shares at [first, first + count) of spread_links_
   // and spread_shares_, spread once per (device, target).
