@@ -1338,21 +1338,11 @@ std::vector<MemoryBreakdown> estimate_stage_memory(const ModelSpec& model, const
 FlopCount count_flops(const Job& job) {
   // Each distinct program counted once (side by side: a large job has millions of ops), times
   // the ranks that run it.
-  std::unordered_map<const Program*, size_t> index;
-  std::vector<const Program*> programs;
-  std::vector<int> runs;  // by program: its ranks
-  for (const Rank& rank : job.ranks) {
-    const auto [it, added] = index.emplace(rank.program.get(), programs.size());
-    if (added) {
-      programs.push_back(rank.program.get());
-      runs.push_back(0);
-    }
-    ++runs[it->second];
-  }
+  const DistinctPrograms programs = distinct_programs(job);
   std::vector<FlopCount> per_program(programs.size());
   parallel_for(static_cast<int>(programs.size()), [&](int p) {
     FlopCount& c = per_program[size_t(p)];
-    for (const Op& op : programs[size_t(p)]->ops) {
+    for (const Op& op : job.ranks[programs.first_rank[size_t(p)]].program->ops) {
       if (op.kind != OpKind::Compute || !op.matmul) continue;
       c.hardware += op.flops;
       if (op.phase != ComputePhase::Recompute) c.model += op.flops;
@@ -1360,8 +1350,8 @@ FlopCount count_flops(const Job& job) {
   });
   FlopCount total;
   for (size_t p = 0; p < programs.size(); ++p) {
-    total.model += per_program[p].model * runs[p];
-    total.hardware += per_program[p].hardware * runs[p];
+    total.model += per_program[p].model * double(programs.ranks[p]);
+    total.hardware += per_program[p].hardware * double(programs.ranks[p]);
   }
   return total;
 }

@@ -156,6 +156,24 @@ void check_work(const Job& job, const Op& op, const Where& at) {
 
 }  // namespace
 
+DistinctPrograms distinct_programs(const Job& job) {
+  DistinctPrograms out;
+  std::unordered_map<const Program*, size_t> index;
+  out.of_rank.assign(job.ranks.size(), DistinctPrograms::kNone);
+  for (size_t i = 0; i < job.ranks.size(); ++i) {
+    const Program* program = job.ranks[i].program.get();
+    if (!program) continue;
+    const auto [it, added] = index.emplace(program, out.size());
+    if (added) {
+      out.first_rank.push_back(i);
+      out.ranks.push_back(0);
+    }
+    out.of_rank[i] = it->second;
+    ++out.ranks[it->second];
+  }
+  return out;
+}
+
 namespace {
 
 // What a program's ops use of its rank, gathered while they are checked.
@@ -217,16 +235,11 @@ void validate(const Job& job) {
   // Ranks share programs (a 1,024-GPU job has a few): each program's ops are checked once, the
   // programs side by side, and each rank only for the slots its program uses; a program's error
   // is told at the first rank that runs it, as checking rank by rank would.
-  std::unordered_map<const Program*, size_t> index;
-  std::vector<size_t> first_rank;  // by program
-  for (size_t i = 0; i < job.ranks.size(); ++i) {
-    const Program* program = job.ranks[i].program.get();
-    if (program && index.emplace(program, first_rank.size()).second) first_rank.push_back(i);
-  }
-  std::vector<ProgramFacts> checked(first_rank.size());
-  parallel_for(static_cast<int>(first_rank.size()), [&](int p) {
-    const Rank& rank = job.ranks[first_rank[size_t(p)]];
-    checked[size_t(p)] = check_program(job, *rank.program, "rank " + std::to_string(first_rank[size_t(p)]));
+  const DistinctPrograms programs = distinct_programs(job);
+  std::vector<ProgramFacts> checked(programs.size());
+  parallel_for(static_cast<int>(programs.size()), [&](int p) {
+    const size_t first = programs.first_rank[size_t(p)];
+    checked[size_t(p)] = check_program(job, *job.ranks[first].program, "rank " + std::to_string(first));
   });
   for (size_t i = 0; i < job.ranks.size(); ++i) {
     const Rank& rank = job.ranks[i];
@@ -239,9 +252,9 @@ void validate(const Job& job) {
     for (int p : rank.peers)
       if (p < 0 || p >= static_cast<int>(job.ranks.size()) || p == rank.rank)
         fail(where + " maps a slot to peer " + std::to_string(p));
-    const size_t p = index.at(rank.program.get());
+    const size_t p = programs.of_rank[i];
     const ProgramFacts& facts = checked[p];
-    if (first_rank[p] == i && !facts.error.empty()) throw std::invalid_argument(facts.error);
+    if (programs.first_rank[p] == i && !facts.error.empty()) throw std::invalid_argument(facts.error);
     if (facts.max_peer_slot >= static_cast<int>(rank.peers.size()))
       fail(where + " has a program that names peer slot " + std::to_string(facts.max_peer_slot));
     for (int slot : facts.collective_slots) {

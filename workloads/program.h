@@ -179,4 +179,15 @@ struct Job {
 // point backwards (so the DAG is acyclic), streams named. Throws std::invalid_argument.
 void validate(const Job& job);
 
+// A job's distinct programs (ranks share them), in the order its ranks first run them: each
+// one's first rank and how many ranks run it; per rank, its program's place (kNone for a rank
+// without a program).
+struct DistinctPrograms {
+  static constexpr size_t kNone = ~size_t(0);
+  std::vector<size_t> first_rank, ranks;  // by program
+  std::vector<size_t> of_rank;            // by rank
+  size_t size() const { return first_rank.size(); }
+};
+DistinctPrograms distinct_programs(const Job& job);
+
 }  // namespace tessera::workloads
