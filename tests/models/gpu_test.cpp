@@ -115,19 +115,25 @@ TEST(CommandProcessor, StreamsRunInOrderAndWaitForCrossStreamDependencies) {
   EXPECT_DOUBLE_EQ(c_start, std::max(b_end, ar_end));
 }
 
-TEST(Deadlock, ACollectiveOneRankNeverJoinsNamesTheStuckRanks) {
-  auto p = testing::ideal_node(4);
+// n ranks on an ideal node whose last rank never joins the all-reduce the others call: the
+// summary of the run.
+nlohmann::json last_rank_never_joins(int n) {
+  auto p = testing::ideal_node(n);
   workloads::Job job;
-  job.communicators.push_back({"world", {0, 1, 2, 3}});
-  for (int r = 0; r < 4; ++r) {
+  std::vector<int> world(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) world[size_t(r)] = r;
+  job.communicators.push_back({"world", world});
+  for (int r = 0; r < n; ++r) {
     ProgramBuilder b(job, r);
     b.compute("warmup", "compute", 1e9, 0);
-    if (r != 3) b.collective("grad_allreduce", "comm", workloads::CollectiveKind::AllReduce, 0, 1 << 20);
+    if (r != n - 1) b.collective("grad_allreduce", "comm", workloads::CollectiveKind::AllReduce, 0, 1 << 20);
     b.finish();
   }
-  const nlohmann::json r = run_in_child([&] {
-    return testing::summarize(app::simulate(p, job, app::SimulationOptions{}));
-  });
+  return run_in_child([&] { return testing::summarize(app::simulate(p, job, app::SimulationOptions{})); });
+}
+
+TEST(Deadlock, ACollectiveOneRankNeverJoinsNamesTheStuckRanks) {
+  const nlohmann::json r = last_rank_never_joins(4);
   ASSERT_TRUE(r["deadlocked"].get<bool>());
   const std::string text = r["deadlock"];
   for (int rank : {0, 1, 2})
@@ -139,20 +145,7 @@ TEST(Deadlock, ACollectiveOneRankNeverJoinsNamesTheStuckRanks) {
 
 // Many stuck ranks: the first eight stuck ops by name, the rest counted (one line a person reads).
 TEST(Deadlock, ManyStuckRanksAreCountedAfterTheFirstFew) {
-  auto p = testing::ideal_node(12);
-  workloads::Job job;
-  std::vector<int> world(12);
-  for (int r = 0; r < 12; ++r) world[size_t(r)] = r;
-  job.communicators.push_back({"world", world});
-  for (int r = 0; r < 12; ++r) {
-    ProgramBuilder b(job, r);
-    b.compute("warmup", "compute", 1e9, 0);
-    if (r != 11) b.collective("grad_allreduce", "comm", workloads::CollectiveKind::AllReduce, 0, 1 << 20);
-    b.finish();
-  }
-  const nlohmann::json r = run_in_child([&] {
-    return testing::summarize(app::simulate(p, job, app::SimulationOptions{}));
-  });
+  const nlohmann::json r = last_rank_never_joins(12);
   ASSERT_TRUE(r["deadlocked"].get<bool>());
   const std::string text = r["deadlock"];
   EXPECT_NE(text.find("rank 7 is stuck at op 1"), std::string::npos) << text;
