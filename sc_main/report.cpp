@@ -242,6 +242,7 @@ ordered_json report_json(const platforms::PlatformConfig& platform, const worklo
   if (r.fidelity != platforms::Fidelity::Analytic)
     j["simulation"]["gpus_simulated"] = r.gpus_simulated > 0 ? size_t(r.gpus_simulated) : r.ranks.size();
   if (r.gpus_simulated > 0) {
+    j["simulation"]["gpus_parted"] = r.gpus_parted;
     j["simulation"]["symmetry_skew_s"] = r.symmetry_skew_s;
     j["simulation"]["quiet_nodes"] = r.quiet_nodes;
     j["simulation"]["echo_nodes"] = r.echo_nodes;
@@ -311,6 +312,9 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
     out << "  symmetry              " << r.gpus_simulated << " of " << r.ranks.size()
         << " GPUs simulated, the others replay one of them; their communication completed "
         << format("%.3f us", r.symmetry_skew_s * 1e6) << " apart in all (--symmetry off simulates every GPU)\n";
+  if (r.gpus_parted > 0)
+    out << "  parted                " << r.gpus_parted
+        << " replaying GPUs whose calls came apart from their representatives' ran their own programs from there\n";
   if (r.quiet_nodes > 0)
     out << "  quiet nodes           " << r.quiet_nodes
         << " nodes of replaying GPUs only: their calls among their own GPUs were left out, and their links"

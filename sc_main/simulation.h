@@ -105,6 +105,8 @@ struct SimulationResult {
   uint64_t payloads_created = 0;
   int gpus_simulated = 0;      // with symmetry: GPUs that ran their programs (the others
                                // replayed one of them); 0: every GPU ran its own
+  int gpus_parted = 0;         // with symmetry: replaying GPUs that parted from their
+                               // representatives and ran their own programs from there
   double symmetry_skew_s = 0;  // with symmetry: op by op, the farthest a replaying GPU's
                                // communication completed from its representative's, summed
   int quiet_nodes = 0;         // with symmetry: nodes whose calls among their own GPUs were left

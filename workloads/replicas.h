@@ -9,8 +9,9 @@
 // follows the rank at its place there. Nothing here proves that a follower would have issued its
 // ops at its representative's times (a tree's root finishes a call before its leaves, a
 // network's paths differ in length and load): the simulation measures how far apart each
-// follower's communication completes from its representative's as it runs, and runs every rank
-// where that adds up to too much (sc_main/simulation.cpp).
+// follower's communication completes from its representative's as it runs, parts a follower
+// whose calls come apart from its representative's, and runs every rank where that cannot be
+// done (sc_main/symmetric_run.cpp).
 #pragma once
 
 #include <cstdint>

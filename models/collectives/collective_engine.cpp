@@ -72,6 +72,11 @@ void CollectiveEngine::echo(int communicator) {
   echoed_[membership(communicator)] = true;
 }
 
+void CollectiveEngine::join_late(int communicator) {
+  late_.resize(membership_count_, false);
+  late_[membership(communicator)] = true;
+}
+
 bool CollectiveEngine::echoes(const protocol::CollectiveEvent& e) const {
   const bool kind = e.kind == CollectiveOp::AllReduce || e.kind == CollectiveOp::ReduceScatter ||
                     e.kind == CollectiveOp::AllGather;
@@ -332,7 +337,12 @@ void CollectiveEngine::start_collective(tlm::tlm_generic_payload& call) {
   protocol::CollectiveEvent& e = protocol::collective_event(call);
   const uint32_t sequence = call_number(e);
   // Calls 0 .. joined_ - 1 have started; the others that have, out of order, wait aside.
-  uint32_t& below = calls_[membership(e.communicator)].joined;
+  const size_t m = membership(e.communicator);
+  uint32_t& below = calls_[m].joined;
+  if (sequence > below && m < late_.size() && late_[m]) {
+    below = sequence;
+    late_[m] = false;
+  }
   if (sequence == below) {
     ++below;
     while (!joined_ahead_.empty() && joined_ahead_.erase(key(uint64_t(e.communicator), below)) > 0) ++below;

@@ -120,6 +120,9 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   uint32_t joined(int communicator) const;
   // Whether this rank has started call `call` on the communicator.
   bool joined(int communicator, uint32_t call) const;
+  // The calls on `communicator` below the next this rank starts were made without it (a
+  // follower that left them out, then parted: CommandProcessor::part): it joins from there.
+  void join_late(int communicator);
 
   struct Waiting {
     uint32_t op = 0;
@@ -249,6 +252,7 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   };
   std::vector<Calls> calls_;
   std::vector<bool> echoed_;  // by membership: its calls are echoed (echo())
+  std::vector<bool> late_;    // by membership: joins late (join_late())
   std::unordered_set<uint64_t> joined_ahead_;  // (communicator, call) started out of order
   std::unordered_map<int, CollNetGroups> collnet_;         // by communicator, on first use
   std::unordered_map<uint64_t, Instance> instances_;        // by flow (communicator, call)

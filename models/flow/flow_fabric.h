@@ -145,6 +145,10 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   // Links no flow may cross (a symmetric run's quiet nodes' links between their GPUs, whose
   // calls were left out): `crossed(link)` is called for each flow that does, at its start.
   void forbid(std::vector<bool> links, std::function<void(uint32_t link)> crossed);
+  // Lifts forbid() from `link` (the quiet node it is in parted: its GPUs' calls are simulated).
+  void allow(uint32_t link) {
+    if (link < forbidden_.size()) forbidden_[link] = false;
+  }
 
   // Links that no allocation can fill (the platform proves it: Routing::links_that_cannot_fill):
   // the allocator solves rates without them (the same rates: a constraint that the allocation

@@ -116,67 +116,10 @@ void CommandProcessor::issue(uint32_t index) {
   uint32_t replaying = 0;
   for (CommandProcessor* f : followers_)
     if (f->replays(index)) {
-      f->replay(index);
+      if (!f->hold(index)) f->replay(index);
       ++replaying;
     }
   if (replaying > 0) skews_[index].replaying = replaying;
-}
-
-void CommandProcessor::leave_out(std::vector<bool> communicator_slots, std::vector<bool> peer_slots) {
-  quiet_communicators_ = std::move(communicator_slots);
-  quiet_peers_ = std::move(peer_slots);
-}
-
-void CommandProcessor::leave_out_echoed(std::shared_ptr<const std::vector<bool>> ops) { echoed_ = std::move(ops); }
-
-bool CommandProcessor::replays(uint32_t index) const {
-  if (echoed_ && (*echoed_)[index]) return false;
-  const workloads::Op& op = rank_->program->ops[index];
-  const std::vector<bool>& quiet = op.kind == OpKind::Collective ? quiet_communicators_ : quiet_peers_;
-  return size_t(op.slot) >= quiet.size() || !quiet[size_t(op.slot)];
-}
-
-void CommandProcessor::follow(CommandProcessor& representative, SymmetryMonitor& monitor) {
-  leader_ = &representative;
-  symmetry_ = &monitor;
-  representative.symmetry_ = &monitor;
-  representative.followers_.push_back(this);
-}
-
-void CommandProcessor::replay(uint32_t index) {
-  ++replaying_;
-  tlm::tlm_generic_payload* gp = pool_.acquire();
-  gp->set_address(index);
-  fill_communication_event(protocol::collective_event(*gp), *job_, *rank_, index, rank_->program->ops[index],
-                           (*calls_)[index]);
-  tlm::tlm_phase phase = tlm::BEGIN_REQ;
-  sc_time delay = sc_core::SC_ZERO_TIME;
-  to_collectives->nb_transport_fw(*gp, phase, delay);
-}
-
-void CommandProcessor::matched(uint32_t index, bool leader) {
-  const sc_time now = sc_core::sc_time_stamp();
-  const size_t first = unmatched_.position(index);
-  if (first == unmatched_.kNone) {
-    unmatched_.add(index, Unmatched{now, leader});
-    return;
-  }
-  const Unmatched other = unmatched_.at(first);
-  unmatched_.erase_at(first);
-  if (other.leader == leader) return symmetry_->diverged(rank_->rank, leader_->rank_->rank, index);
-  leader_->skewed(index, (now - other.at).to_seconds(), rank_->rank);  // `other` came first
-}
-
-void CommandProcessor::skewed(uint32_t index, double seconds, int follower) {
-  Skew& s = skews_[index];
-  if (s.farthest < 0 || seconds > s.seconds) {
-    s.seconds = seconds;
-    s.farthest = follower;
-  }
-  if (++s.followers < s.replaying) return;
-  const Skew farthest = s;
-  skews_.erase(index);
-  symmetry_->skew(rank_->rank, farthest.farthest, index, farthest.seconds);
 }
 
 tlm::tlm_sync_enum CommandProcessor::nb_transport_bw(tlm::tlm_generic_payload& gp,
@@ -196,6 +139,14 @@ tlm::tlm_sync_enum CommandProcessor::nb_transport_bw(tlm::tlm_generic_payload& g
     activity_.span(index, protocol::collective_event(gp).issued_at, sc_core::sc_time_stamp());
     for (CommandProcessor* f : followers_)
       if (f->replays(index)) f->matched(index, true);
+    if (made_for_.size() > 0) {
+      const size_t at = made_for_.position(index);
+      if (at != made_for_.kNone) {
+        const std::vector<CommandProcessor*> parted = std::move(made_for_.at(at));
+        made_for_.erase_at(at);
+        for (CommandProcessor* p : parted) p->made_call_done(index, protocol::collective_event(gp).issued_at);
+      }
+    }
   }
   gp.release();
   complete(index);

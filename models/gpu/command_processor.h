@@ -39,6 +39,10 @@ class SymmetryMonitor {
   virtual void skew(int representative, int follower, uint32_t op, double seconds) = 0;
   // A follower completed op `op` twice before its representative did once, or the reverse.
   virtual void diverged(int follower, int representative, uint32_t op) = 0;
+  // A call `follower` replays completed at `since` on it or on its representative and not on the
+  // other: unless the other completes it soon, the follower parts from its representative
+  // (CommandProcessor::part) or the run stops.
+  virtual void apart(int follower, sc_core::sc_time since) = 0;
 };
 
 // The compute event of compute or copy op `index` of `rank`'s program: what the compute engine
@@ -84,6 +88,38 @@ class CommandProcessor : public sc_core::sc_module {
   void leave_out_echoed(std::shared_ptr<const std::vector<bool>> ops);
   // A follower: every op it issued completed and matched its representative's.
   bool in_step() const { return replaying_ == 0 && unmatched_.size() == 0; }
+  // A follower: whether a call it replays completed on one side only (it or its representative)
+  // and not on the other yet; `since`: the first such completion.
+  bool apart_since(sc_core::sc_time& since) const;
+
+  // Parting (docs/fidelity.md, "Parting"): a follower whose calls complete apart from its
+  // representative's stops following it and runs its own program from the representative's
+  // state, as every GPU does without symmetry. Whether it can: false where an op that waits for
+  // a call apart (one the representative completed and this GPU did not) has completed on the
+  // representative already, or an op apart is not what a replay leaves it.
+  bool can_part() const;
+  // Takes over the representative's state (Gpu::part copies its activity first and its kernels
+  // after): its ops complete are complete here, but for a call it completed that this GPU did
+  // not, which stays in flight with what waits for it unissued; the calls in flight that this
+  // GPU replays are its own; those its representative makes for it (left out or echoed)
+  // complete when the representative's do. Then resume() completes the calls this GPU completed
+  // and the representative did not.
+  void part();
+  void resume();
+  bool parted() const { return parted_from_ != nullptr; }
+  // A parted GPU: a transaction for kernel `op`, which the representative's engine runs or
+  // queues, where it is issued here (null where it waits for a call apart).
+  tlm::tlm_generic_payload* kernel_payload(uint32_t op);
+  // A parted GPU: the calls its representative still makes for it, and those its
+  // representative issued that wait here for a call apart (part()).
+  std::vector<uint32_t> made_for_it() const;
+  const std::vector<uint32_t>& unissued_calls() const { return unissued_calls_; }
+  // The communicators whose calls this follower left out (leave_out): its collective engine
+  // joins their calls late, at the first it makes itself once parted.
+  std::vector<int> left_out_communicators() const;
+  // A parted GPU makes call `op`, which its representative made for it, itself from now on (a
+  // member of the call parted with the call unissued: it waits for every member).
+  void take_over(uint32_t op);
 
   bool finished() const { return iteration_ + 1 >= iterations_ && completed_ == total_; }
   // Ops completed over every iteration.
@@ -101,8 +137,16 @@ class CommandProcessor : public sc_core::sc_module {
   void issue(uint32_t op);
   void replay(uint32_t op);
   bool replays(uint32_t op) const;
+  // A follower: holds back the replay of `op`, which its representative issued, where it waits
+  // for a call the representative completed and this GPU has not: it is replayed when this GPU
+  // completes that call, as it would have been issued here.
+  bool hold(uint32_t op);
   // Op `index` completed on the representative (`leader`) or on this follower.
   void matched(uint32_t index, bool leader);
+  // A representative: a follower no longer replays `op` (it parted).
+  void forget(uint32_t op);
+  // A parted GPU: its representative completed call `op`, which it made for it.
+  void made_call_done(uint32_t op, sc_core::sc_time issued);
   void complete(uint32_t op);
   tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
                                      sc_core::sc_time& delay);
@@ -134,6 +178,12 @@ class CommandProcessor : public sc_core::sc_module {
     bool leader = false;
   };
   FewByKey<Unmatched> unmatched_;  // by op: a handful at a time
+  std::vector<uint32_t> held_;     // replays held back (hold)
+  // Parting: the representative parted from, and the calls of its that waited here for a call
+  // apart; a representative: per op, the parted GPUs whose call on it it still makes.
+  CommandProcessor* parted_from_ = nullptr;
+  std::vector<uint32_t> unissued_calls_, early_;
+  FewByKey<std::vector<CommandProcessor*>> made_for_;
   // A representative: per op completed on some of its followers, the farthest apart so far.
   struct Skew {
     double seconds = 0;

@@ -89,6 +89,28 @@ void ComputeEngine::set_sm_share(double share) {
   share_ = share;
 }
 
+void ComputeEngine::adopt(const ComputeEngine& from,
+                          const std::function<tlm::tlm_generic_payload*(uint32_t op)>& payload) {
+  if (from.running_ != nullptr) {
+    const protocol::ComputeEvent& kernel = protocol::compute_event(*from.running_);
+    tlm::tlm_generic_payload* mine = payload(uint32_t(from.running_->get_address()));
+    if (mine == nullptr && !copy_engine_) {
+      activity_.compute_end(compute_cause(static_cast<workloads::ComputePhase>(kernel.phase)));  // begun on `from`
+    } else if (mine != nullptr) {
+      const sc_time now = sc_core::sc_time_stamp();
+      running_ = mine;
+      started_ = from.started_;
+      host_share_ = from.host_share_;
+      remaining_ = std::max(0.0, from.remaining_ - (now - from.progress_at_).to_seconds() * from.share_);
+      progress_at_ = now;
+      done_.notify(protocol::delay_after_now(remaining_ / share_, [&] { return describe(kernel); }));
+    }
+  }
+  for (size_t i = 0; i < from.queue_.size(); ++i)
+    if (tlm::tlm_generic_payload* mine = payload(uint32_t(from.queue_[i]->get_address()))) queue_.push(mine);
+  if (running_ == nullptr) start_next();
+}
+
 void ComputeEngine::kernel_done() {
   tlm::tlm_generic_payload* gp = running_;
   running_ = nullptr;

@@ -4,6 +4,8 @@
 // the kernel overhead. A copy engine is the same module in memory-copy mode (bytes read and written).
 #pragma once
 
+#include <functional>
+
 #include <systemc>
 
 #include "models/gpu/activity.h"
@@ -38,6 +40,10 @@ class ComputeEngine : public sc_core::sc_module {
   // The compute model to time kernels with (null: the roofline). Not owned.
   void set_kernel_timer(const KernelTimer* timer) { timer_ = timer; }
   double sm_share() const { return share_; }
+  // Parting (CommandProcessor::part): this engine, idle, takes over the kernels `from` runs and
+  // queues, each with a transaction `payload` makes for its op (null: not issued here, left
+  // out); the running one keeps its start and the work it has left.
+  void adopt(const ComputeEngine& from, const std::function<tlm::tlm_generic_payload*(uint32_t op)>& payload);
 
  private:
   tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,

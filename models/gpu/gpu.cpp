@@ -38,6 +38,19 @@ void Gpu::inject(tlm::tlm_generic_payload& gp, PacketSource& source) {
   egress_[port]->enqueue(protocol::fabric_transfer(gp).step & 1, gp, source);
 }
 
+bool Gpu::part(Gpu& representative) {
+  CommandProcessor& cp = *command_processor_;
+  if (!cp.can_part()) return false;
+  activity_ = representative.activity_;
+  cp.part();
+  const auto payload = [&cp](uint32_t op) { return cp.kernel_payload(op); };
+  compute_->adopt(*representative.compute_, payload);
+  copy_->adopt(*representative.copy_, payload);
+  for (int communicator : cp.left_out_communicators()) collectives_->join_late(communicator);
+  cp.resume();
+  return true;
+}
+
 void Gpu::collective_sms_changed(int sms) {
   const int total = std::max(1, config_.spec.sm_count);
   compute_->set_sm_share(double(std::max(0, total - sms)) / total);

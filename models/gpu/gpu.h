@@ -53,6 +53,9 @@ class Gpu : public sc_core::sc_module,
   // The compute model that times this GPU's kernels (null: the roofline). Not owned.
   void set_kernel_timer(const KernelTimer* timer) { compute_->set_kernel_timer(timer); }
   GpuActivity& activity() { return activity_; }
+  // Parting (CommandProcessor::part): this GPU, a follower of `representative`, takes over its
+  // state and runs its own program from now on: false (and nothing changed) where it cannot.
+  bool part(Gpu& representative);
   const GpuActivity& activity() const { return activity_; }
 
   void packet_arrived(unsigned port, tlm::tlm_generic_payload& gp) override;

@@ -20,6 +20,8 @@ class RingQueue {
     slots_[tail_++ & mask_] = std::move(value);
   }
   T pop() { return std::move(slots_[head_++ & mask_]); }
+  // The i-th value from the front.
+  const T& operator[](size_t i) const { return slots_[(head_ + i) & mask_]; }
 
  private:
   void grow() {

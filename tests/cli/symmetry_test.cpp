@@ -1,6 +1,7 @@
 // Symmetry (--symmetry, docs/fidelity.md): a run where replica groups replay one group gives the
 // full run's report within 0.5% on jobs small enough to run in full, one of each kind; where
-// the fabric treats replicas differently the replay is found apart and the run is made in full.
+// the fabric treats replicas differently the GPUs whose calls come apart part from their
+// representatives and run their own programs, or, where they cannot, the run is made in full.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,7 +19,7 @@ using cli_testing::tessera;
 
 struct Outcome {
   double iteration_s = 0;
-  size_t gpus = 0, simulated = 0;
+  size_t gpus = 0, simulated = 0, parted = 0;
   int quiet_nodes = 0, echo_nodes = 0;
   std::map<std::string, double> link_bytes;
   std::string err;
@@ -36,16 +37,21 @@ Outcome run(const std::string& args, const std::string& symmetry) {
   out.iteration_s = j["iteration_time_s"].get<double>();
   out.gpus = j["ranks"].size();
   out.simulated = j["simulation"]["gpus_simulated"].get<size_t>();
+  out.parted = j["simulation"].value("gpus_parted", size_t(0));
   out.quiet_nodes = j["simulation"].value("quiet_nodes", 0);
   out.echo_nodes = j["simulation"].value("echo_nodes", 0);
   for (const auto& link : j["links"]) out.link_bytes[link["name"].get<std::string>()] = link["bytes"].get<double>();
   return out;
 }
 
+// What becomes of the replay: it holds to the end, GPUs part from their representatives, or the
+// run is made again in full.
+enum class Replay { Holds, Parts, InFull };
+
 struct Case {
   const char* name;
   std::string args;
-  bool replays;  // whether the replay holds (else the run is made in full)
+  Replay replay;
   int quiet_nodes = 0;  // nodes whose calls among their GPUs are left out
   int echo_nodes = 0;   // nodes whose simulated GPU makes their calls among their GPUs alone
 };
@@ -62,9 +68,11 @@ TEST_P(Symmetry, SameReportAsEveryGpuSimulated) {
   ASSERT_GT(off.iteration_s, 0.0);
   EXPECT_EQ(off.simulated, off.gpus);
   EXPECT_LE(std::abs(on.iteration_s / off.iteration_s - 1), 0.005) << on.iteration_s << " vs " << off.iteration_s;
-  if (c.replays) {
+  if (c.replay != Replay::InFull) {
     EXPECT_LT(on.simulated, on.gpus / 4) << "the replicas should replay";
     EXPECT_EQ(on.err.find("drifted apart"), std::string::npos) << on.err;
+    if (c.replay == Replay::Holds) EXPECT_EQ(on.parted, 0u);
+    else EXPECT_GT(on.parted, 0u) << "GPUs should part from their representatives";
     EXPECT_EQ(on.quiet_nodes, c.quiet_nodes);
     EXPECT_EQ(on.echo_nodes, c.echo_nodes);
     // Every link carried what it carries in the full run, quiet and echo nodes' links included.
@@ -85,27 +93,34 @@ TEST_P(Symmetry, SameReportAsEveryGpuSimulated) {
 INSTANTIATE_TEST_SUITE_P(
     Suite, Symmetry,
     ::testing::Values(
-        Case{"data_parallel", "--platform dgx-a100 --nodes 2 --tp 1 --pp 1 --dp 16 --global-batch 32" + kSmall, true},
-        Case{"tensor_and_pipeline", "--platform dgx-a100 --nodes 4 --tp 4 --pp 2 --dp 4 --global-batch 32" + kSmall, true},
+        Case{"data_parallel", "--platform dgx-a100 --nodes 2 --tp 1 --pp 1 --dp 16 --global-batch 32" + kSmall, Replay::Holds},
+        Case{"tensor_and_pipeline", "--platform dgx-a100 --nodes 4 --tp 4 --pp 2 --dp 4 --global-batch 32" + kSmall, Replay::Holds},
         Case{"interleaved", "--platform dgx-h100 --nodes 4 --model gpt3-1.3b --layers 8 --micro-batch 1 --tp 2 --pp 4 "
-                            "--dp 4 --schedule interleaved --vpp 2 --global-batch 32", true},
-        Case{"zero3", "--platform dgx-h100 --nodes 2 --tp 2 --pp 1 --dp 8 --zero 3 --global-batch 16" + kSmall, true},
+                            "--dp 4 --schedule interleaved --vpp 2 --global-batch 32", Replay::Holds},
+        Case{"zero3", "--platform dgx-h100 --nodes 2 --tp 2 --pp 1 --dp 8 --zero 3 --global-batch 16" + kSmall, Replay::Holds},
         Case{"moe_expert_parallel", "--platform dgx-h100 --nodes 2 --model mixtral-8x7b --layers 2 --micro-batch 1 "
-                                    "--tp 2 --pp 1 --dp 8 --ep 4 --sequence-parallel --global-batch 16", true},
+                                    "--tp 2 --pp 1 --dp 8 --ep 4 --sequence-parallel --global-batch 16", Replay::Holds},
         Case{"oversubscribed_fat_tree", "--platform dgx-a100 --nodes 6 --set network.oversubscription=3 --tp 4 "
-                                        "--pp 2 --dp 6 --global-batch 24" + kSmall, true},
-        Case{"multi_rail", "--platform hgx-h200 --nodes 4 --tp 8 --pp 2 --dp 2 --global-batch 16" + kSmall, true, 2},
+                                        "--pp 2 --dp 6 --global-batch 24" + kSmall, Replay::Holds},
+        Case{"multi_rail", "--platform hgx-h200 --nodes 4 --tp 8 --pp 2 --dp 2 --global-batch 16" + kSmall, Replay::Holds, 2},
         // Each node one stage's tensor-parallel group: nodes 0 and 1 echo their rings (hidden 4096:
         // all-reduces of 16 MiB, rings; the gradient norm's small one a tree), 2 and 3 are quiet.
         Case{"tensor_parallel_nodes", "--platform dgx-a100 --nodes 4 --tp 8 --pp 2 --dp 2 --global-batch 16 --model "
-                                      "gpt3-1.3b --layers 4 --hidden 4096 --heads 32 --micro-batch 1", true, 2, 2},
+                                      "gpt3-1.3b --layers 4 --hidden 4096 --heads 32 --micro-batch 1", Replay::Holds, 2, 2},
         Case{"torus", "--platform torus-3d --nodes 8 --set 'network.torus_dims=[2, 2, 2]' --tp 4 --pp 2 --dp 8 "
-                      "--global-batch 16" + kSmall, true},
-        // Uneven placement on an oversubscribed tree: replicas' transfers share uplinks unequally.
+                      "--global-batch 16" + kSmall, Replay::Holds},
+        // Uneven placement on an oversubscribed tree: replicas' transfers share uplinks unequally,
+        // and the replaying GPUs part as their calls come apart.
         Case{"uneven_oversubscribed", "--platform dgx-a100 --nodes 10 --set network.oversubscription=4 --tp 1 "
-                                      "--pp 4 --dp 20 --global-batch 40" + kSmall, false},
+                                      "--pp 4 --dp 20 --global-batch 40" + kSmall, Replay::Parts},
+        // The same on nodes of one stage's tensor-parallel group: quiet nodes part whole, their
+        // calls among their GPUs simulated from there.
+        Case{"quiet_nodes_part", "--platform dgx-h100 --nodes 24 --set network.oversubscription=4 --tp 8 --pp 2 "
+                                 "--dp 12 --global-batch 24" + kSmall, Replay::Parts, 22},
+        // The tensor-parallel peers of the simulated GPU's node finish its rings at different
+        // times, and quiet nodes mirror that node: none can part, the run is made in full.
         Case{"uneven_across_leaves", "--platform dgx-a100 --nodes 24 --set network.oversubscription=4 --tp 8 "
-                                     "--pp 2 --dp 12 --global-batch 24" + kSmall, false}),
+                                     "--pp 2 --dp 12 --global-batch 24" + kSmall, Replay::InFull}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 TEST(SymmetryOption, OnOrOff) {

@@ -1,0 +1,330 @@
+#include "sc_main/symmetric_run.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "tlm/sockets.h"
+
+namespace tessera::app {
+namespace {
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  size_t u = 0;
+  for (; bytes >= 1024.0 && u + 1 < std::size(units); ++u) bytes /= 1024.0;
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g %s", bytes, units[u]);
+  return text;
+}
+
+std::string format_us(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f us", s * 1e6);
+  return text;
+}
+
+// Makes the GPUs of replica groups follow their representatives.
+void follow_replicas(platforms::Platform& platform, const workloads::Replicas& replicas, SymmetricRun& watch) {
+  for (size_t r = 0; r < replicas.representative.size(); ++r) {
+    const int rep = replicas.representative[r];
+    if (rep == static_cast<int>(r)) continue;
+    platform.gpu(r).command_processor().follow(platform.gpu(size_t(rep)).command_processor(), watch);
+  }
+}
+
+// The node template's links between its GPUs (Routing::node_link_use), or false where a link
+// carries traffic between GPUs and traffic through the node's gateways both.
+bool links_between_gpus(const platforms::Platform& platform, std::vector<uint32_t>& out) {
+  const std::vector<uint8_t> use = platform.routing().node_link_use();
+  for (uint32_t t = 0; t < use.size(); ++t) {
+    if (use[t] == (platforms::Routing::kBetweenGpus | platforms::Routing::kThroughGateways)) return false;
+    if (use[t] & platforms::Routing::kBetweenGpus) out.push_back(t);
+  }
+  return true;
+}
+
+// Followers in quiet nodes leave out their calls among the node's GPUs, where the node's links
+// between GPUs carry nothing else (flow fidelity); the fabric stops the run if a flow crosses one.
+QuietLinks leave_out_quiet_calls(platforms::Platform& platform, const workloads::Job& job,
+                                 const workloads::Replicas& replicas, SymmetricRun& watch) {
+  QuietLinks quiet;
+  models::FlowFabric* fabric = platform.flow_fabric();
+  if (fabric == nullptr) return quiet;
+  quiet.apart = links_between_gpus(platform, quiet.between_gpus);
+  if (!quiet.apart) return quiet;
+  quiet.nodes = workloads::quiet_nodes(job, replicas, int(platform.routing().topology().node.gpus));
+  if (quiet.nodes.quiet == 0) return quiet;
+  const platforms::RoutedPaths& paths = *platform.flow_paths();
+  std::vector<bool> forbidden(fabric->links(), false);
+  quiet.for_each(paths, [&forbidden](uint32_t link, uint32_t) { forbidden[link] = true; });
+  fabric->forbid(std::move(forbidden), [&watch, &paths](uint32_t link) { watch.crossed(paths.name(link)); });
+  std::vector<std::vector<bool>>& communicators = quiet.nodes.communicators;
+  std::vector<std::vector<bool>>& peers = quiet.nodes.peers;
+  for (size_t r = 0; r < communicators.size(); ++r)
+    if (!communicators[r].empty() || !peers[r].empty())
+      platform.gpu(r).command_processor().leave_out(std::move(communicators[r]), std::move(peers[r]));
+  return quiet;
+}
+
+// Whether a ring over `ring` gives each member's transfer to the next links of its own: no
+// link of the paths (every hashed choice of them) from one member to the next is on another
+// member's. Then, everyone sending at once, each transfer's rate is the one it has alone.
+bool rings_apart(const platforms::RoutedPaths& paths, const std::vector<int>& ring) {
+  std::vector<std::pair<uint32_t, size_t>> used;  // (link, the member sending over it)
+  std::vector<uint32_t> links;
+  std::vector<double> shares;
+  for (size_t i = 0; i < ring.size(); ++i) {
+    protocol::FabricTransfer t;
+    t.source = uint32_t(ring[i]);
+    t.destination = uint32_t(ring[(i + 1) % ring.size()]);
+    for (uint32_t chunk = 0; chunk < 64; ++chunk) {  // the paths its hash picks among
+      t.chunk = chunk;
+      paths.path(t, links, shares);
+      for (uint32_t l : links) used.emplace_back(l, i);
+    }
+  }
+  std::sort(used.begin(), used.end());
+  for (size_t k = 1; k < used.size(); ++k)
+    if (used[k].first == used[k - 1].first && used[k].second != used[k - 1].second) return false;
+  return true;
+}
+
+// The one ring of the slots `echoed` (their communicators' members in ring order), or null
+// where they name rings of different orders (two rings at once would share the node's links
+// between the members of one and of the other) or one whose members' transfers share links.
+const std::vector<int>* echoed_ring(const platforms::Platform& platform, const workloads::Job& job,
+                                    const workloads::Rank& rank, const std::vector<bool>& echoed) {
+  const std::vector<int>* ring = nullptr;
+  for (size_t slot = 0; slot < echoed.size(); ++slot) {
+    if (!echoed[slot]) continue;
+    const std::vector<int>& members = job.communicators[size_t(rank.communicators[slot])].ranks;
+    if (ring != nullptr && members != *ring) return nullptr;
+    ring = &members;
+  }
+  return ring != nullptr && rings_apart(*platform.flow_paths(), *ring) ? ring : nullptr;
+}
+
+// Per op of `rank`'s program, whether it is a call on the slots `echoed` that the rank can make
+// for every member (CollectiveEngine::echoes: a ring in flow fidelity; the others' calls are
+// made as usual, by every member). None where the slots' ring is not one the rank can echo, or
+// where a call made as usual may run beside an echoed one (they are on different streams): its
+// transfers would share the node's links with the echoes' images, which do not run.
+std::shared_ptr<std::vector<bool>> echoed_calls(const platforms::Platform& platform, const workloads::Job& job,
+                                                const workloads::Rank& rank, const std::vector<bool>& echoed) {
+  if (echoed_ring(platform, job, rank, echoed) == nullptr) return nullptr;
+  const models::CollectiveEngine& engine = platform.gpu(size_t(rank.rank)).collectives();
+  std::map<std::tuple<int, uint64_t, int, int, int>, bool> checked;  // (slot, bytes, kind, algorithm, protocol)
+  const std::vector<workloads::Op>& ops = rank.program->ops;
+  auto out = std::make_shared<std::vector<bool>>(ops.size(), false);
+  std::set<uint16_t> streams;  // of the calls on the slots
+  bool any = false, all = true;
+  protocol::CollectiveEvent e;
+  for (uint32_t i = 0; i < ops.size(); ++i) {
+    const workloads::Op& op = ops[i];
+    if (op.kind != workloads::OpKind::Collective || size_t(op.slot) >= echoed.size() || !echoed[size_t(op.slot)])
+      continue;
+    models::fill_communication_event(e, job, rank, i, op, 0);
+    const auto [it, fresh] = checked.emplace(std::make_tuple(op.slot, e.bytes, int(e.kind), int(e.algorithm), int(e.protocol)), false);
+    if (fresh) it->second = engine.echoes(e);
+    (*out)[i] = it->second;
+    any = any || it->second;
+    all = all && it->second;
+    streams.insert(op.stream);
+  }
+  return any && (all || streams.size() == 1) ? out : nullptr;
+}
+
+// Echo nodes (workloads::echo_nodes) whose rings among their GPUs give each member links of its
+// own: the simulated GPU makes those rings alone (CollectiveEngine::echo), its followers leave
+// them out. Only where the links between a node's GPUs carry nothing through its gateways
+// (`quiet.apart`, found for quiet nodes). Returns the echo nodes; `echoing` marks their followers.
+int echo_node_calls(platforms::Platform& platform, const workloads::Job& job, const workloads::Replicas& replicas,
+                    const QuietLinks& quiet, std::vector<bool>& echoing) {
+  if (!quiet.apart) return 0;
+  const size_t g = platform.routing().topology().node.gpus;
+  const workloads::EchoNodes nodes = workloads::echo_nodes(job, replicas, int(g));
+  int echo = 0;
+  for (size_t node = 0; node < nodes.simulated.size(); ++node) {
+    const int rep = nodes.simulated[node];
+    if (rep < 0) continue;
+    const workloads::Rank& rank = job.ranks[size_t(rep)];
+    const std::vector<bool>& slots = nodes.communicators[size_t(rep)];
+    const std::shared_ptr<const std::vector<bool>> calls = echoed_calls(platform, job, rank, slots);
+    if (!calls) continue;
+    for (size_t slot = 0; slot < slots.size(); ++slot)
+      if (slots[slot]) platform.gpu(size_t(rep)).collectives().echo(rank.communicators[slot]);
+    for (size_t r = node * g; r < (node + 1) * g; ++r) {
+      if (int(r) == rep) continue;
+      platform.gpu(r).command_processor().leave_out_echoed(calls);
+      echoing[r] = true;
+    }
+    ++echo;
+  }
+  return echo;
+}
+
+}  // namespace
+
+SymmetricRun::SymmetricRun(platforms::Platform& platform, const workloads::Job& job, workloads::Replicas replicas)
+    : platform_(platform), job_(job), replicas_(std::move(replicas)), echoing_(job.ranks.size(), false) {
+  follow_replicas(platform, replicas_, *this);
+  quiet_ = leave_out_quiet_calls(platform, job, replicas_, *this);
+  echo_nodes_ = echo_node_calls(platform, job, replicas_, quiet_, echoing_);
+  protocol::spawn_method("parting", &wake_, [this] { due(); });
+}
+
+void SymmetricRun::skew(int representative, int follower, uint32_t op, double seconds) {
+  if (seconds <= 0 || !broken_.empty()) return;
+  total_s_ += seconds;
+  last_ = {representative, follower, op, seconds};
+  check_skew(kSkewLimit);
+}
+
+void SymmetricRun::diverged(int follower, int representative, uint32_t op) {
+  stop("GPU " + std::to_string(follower) + "'s op " + std::to_string(op) +
+       " completed a call more or fewer times than GPU " + std::to_string(representative) + "'s, which it replays");
+}
+
+void SymmetricRun::crossed(const std::string& link) {
+  stop("a flow crossed " + link + ", a link between the GPUs of a node whose calls among them were left out");
+}
+
+void SymmetricRun::apart(int follower, sc_core::sc_time since) {
+  const sc_core::sc_time window(kApartWindow, sc_core::SC_SEC);
+  if (due_.empty()) wake_.notify(since + window - sc_core::sc_time_stamp());
+  due_.emplace_back(since + window, follower);
+}
+
+// A follower still apart at the end of its window parts; one apart since later is looked at
+// again at the end of that one's window.
+void SymmetricRun::due() {
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const sc_core::sc_time window(kApartWindow, sc_core::SC_SEC);
+  while (!due_.empty() && due_.front().first <= now && broken_.empty()) {
+    const int follower = due_.front().second;
+    due_.pop_front();
+    const models::CommandProcessor& cp = platform_.gpu(size_t(follower)).command_processor();
+    sc_core::sc_time since;
+    if (!cp.follower() || !cp.apart_since(since)) continue;
+    if (since + window <= now) part(follower);
+    else due_.emplace_back(since + window, follower);
+  }
+  if (!due_.empty() && broken_.empty()) wake_.notify(std::max(due_.front().first, now) - now);
+}
+
+void SymmetricRun::part(int follower) {
+  const size_t g = platform_.routing().topology().node.gpus;
+  const size_t node = size_t(follower) / g;
+  const int rep = replicas_.representative[size_t(follower)];
+  if (echoing_[size_t(follower)])
+    return stop("GPU " + std::to_string(follower) + "'s calls came apart from GPU " + std::to_string(rep) +
+                "'s, which makes its calls in their node for it (an echo node)");
+  if (node < quiet_.nodes.mirror.size() && quiet_.nodes.mirror[node] >= 0) return part_quiet_node(node);
+  if (std::find(quiet_.nodes.mirror.begin(), quiet_.nodes.mirror.end(), int(node)) != quiet_.nodes.mirror.end())
+    return stop("GPU " + std::to_string(follower) + "'s calls came apart from GPU " + std::to_string(rep) +
+                "'s, in node " + std::to_string(node) + ", which quiet nodes mirror");
+  if (!platform_.gpu(size_t(follower)).part(platform_.gpu(size_t(rep))))
+    return stop("GPU " + std::to_string(follower) + "'s calls came apart from GPU " + std::to_string(rep) +
+                "'s, and what followed them there completed before it could part");
+  ++parted_;
+}
+
+// Every GPU of a quiet node parts at once: the calls among them, left out so far, are theirs
+// from now on. A call the representative made for one of them that another's call apart holds
+// back is made by each of them itself, so that it waits for that one.
+void SymmetricRun::part_quiet_node(size_t node) {
+  const size_t g = platform_.routing().topology().node.gpus;
+  std::vector<size_t> gpus;
+  for (size_t r = node * g; r < (node + 1) * g; ++r) {
+    models::Gpu& gpu = platform_.gpu(r);
+    if (!gpu.command_processor().follower()) continue;
+    if (!gpu.command_processor().can_part())
+      return stop("GPU " + std::to_string(r) + "'s calls came apart from GPU " +
+                  std::to_string(replicas_.representative[r]) +
+                  "'s, and what followed them there completed before it could part");
+    gpus.push_back(r);
+  }
+  // What the mirror's links between GPUs carried so far (the quiet node's carried nothing).
+  models::FlowFabric& fabric = *platform_.flow_fabric();
+  const platforms::RoutedPaths& paths = *platform_.flow_paths();
+  PartedNode parted{node, size_t(quiet_.nodes.mirror[node]), {}};
+  for (uint32_t t : quiet_.between_gpus) {
+    const uint32_t id = paths.node_link_id(uint32_t(parted.mirror), t);
+    LinkResult lr;
+    lr.bytes = fabric.bytes_carried(id);
+    lr.chunks = fabric.chunks_carried(id);
+    lr.busy_s = fabric.busy_time(id).to_seconds();
+    parted.mirror_then.push_back(lr);
+    fabric.allow(paths.node_link_id(uint32_t(node), t));
+  }
+  parted_nodes_.push_back(std::move(parted));
+  quiet_.nodes.mirror[node] = -1;
+  for (size_t r : gpus) platform_.gpu(r).part(platform_.gpu(size_t(replicas_.representative[r])));
+  for (size_t r : gpus)
+    for (uint32_t op : platform_.gpu(r).command_processor().unissued_calls())
+      for (size_t other : gpus)
+        if (other != r) platform_.gpu(other).command_processor().take_over(op);
+  parted_ += int(gpus.size());
+}
+
+void SymmetricRun::mirror_quiet_links(std::vector<LinkResult>& links, size_t first) const {
+  const platforms::RoutedPaths& paths = *platform_.flow_paths();
+  quiet_.for_each(paths, [&](uint32_t to_id, uint32_t from_id) {
+    LinkResult& to = links[first + to_id];
+    const LinkResult& from = links[first + from_id];
+    to.bytes = from.bytes;
+    to.chunks = from.chunks;
+    to.busy_s = from.busy_s;
+  });
+  for (const PartedNode& p : parted_nodes_)
+    for (size_t i = 0; i < quiet_.between_gpus.size(); ++i) {
+      LinkResult& to = links[first + paths.node_link_id(uint32_t(p.node), quiet_.between_gpus[i])];
+      to.bytes += p.mirror_then[i].bytes;
+      to.chunks += p.mirror_then[i].chunks;
+      to.busy_s += p.mirror_then[i].busy_s;
+    }
+}
+
+void SymmetricRun::check() {
+  check_skew(kSkewBudget);
+  if (!broken_.empty()) throw SymmetryBroken(broken_);
+  for (size_t r = 0; r < platform_.gpu_count(); ++r) {
+    const models::CommandProcessor& cp = platform_.gpu(r).command_processor();
+    if (cp.follower() ? !cp.in_step() : !cp.finished())
+      throw SymmetryBroken("GPU " + std::to_string(r) + " did not finish in step with the GPUs it replays or that replay it");
+  }
+}
+
+void SymmetricRun::check_skew(double share) {
+  const double now = sc_core::sc_time_stamp().to_seconds();
+  if (total_s_ <= share * now) return;
+  std::ostringstream text;
+  text << "by " << format_us(total_s_) << " over " << format_us(now) << " simulated, more than "
+       << share * 100 << "%; the last: " << describe(last_);
+  stop(text.str());
+}
+
+void SymmetricRun::stop(const std::string& why) {
+  if (!broken_.empty()) return;
+  broken_ = why;
+  if (sc_core::sc_is_running()) sc_core::sc_stop();
+}
+
+// "GPU 2560's op 4692 'pp.recv_grad' (recv, 128 MiB), 8319.970 us from GPU 2823, which replays it"
+std::string SymmetricRun::describe(const Skew& s) const {
+  const workloads::Op& op = job_.ranks[size_t(s.representative)].program->ops[s.op];
+  std::ostringstream text;
+  text << "GPU " << s.representative << "'s op " << s.op << " '" << job_.op_name(op) << "' ("
+       << (op.kind == workloads::OpKind::Collective ? to_string(op.collective) : to_string(op.kind)) << ", "
+       << format_bytes(double(op.message_bytes)) << "), " << format_us(s.seconds) << " from GPU " << s.follower
+       << ", which replays it";
+  return text.str();
+}
+
+}  // namespace tessera::app

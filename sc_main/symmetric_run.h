@@ -1,0 +1,114 @@
+// A flow-fidelity run with symmetry (docs/fidelity.md, "Symmetry"): replica groups' GPUs follow
+// their representatives' communication, quiet nodes leave out their calls among their own GPUs,
+// echo nodes' simulated GPUs make their rings alone; the replay is watched as it runs, a
+// follower whose calls come apart from its representative's parts from it ("Parting"), and the
+// run stops (SymmetryBroken: made again without symmetry) where that cannot be done.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <systemc>
+
+#include "models/gpu/command_processor.h"
+#include "platforms/platform.h"
+#include "sc_main/simulation.h"
+#include "workloads/replicas.h"
+
+namespace tessera::app {
+
+// Quiet nodes (workloads::quiet_nodes) and the links between GPUs of the node template
+// (Routing::node_link_use) that their left-out calls would have crossed.
+struct QuietLinks {
+  workloads::QuietNodes nodes;
+  std::vector<uint32_t> between_gpus;
+  bool apart = false;  // the links between GPUs carry no traffic through the node's gateways
+  // Calls f(link, its mirror's link) for each quiet node's link between GPUs (flow fabric ids).
+  template <typename F>
+  void for_each(const platforms::RoutedPaths& paths, F&& f) const {
+    for (size_t node = 0; node < nodes.mirror.size(); ++node)
+      if (nodes.mirror[node] >= 0)
+        for (uint32_t t : between_gpus)
+          f(paths.node_link_id(uint32_t(node), t), paths.node_link_id(uint32_t(nodes.mirror[node]), t));
+  }
+};
+
+// Adds up, op by op, how far apart the followers' communication completed from their
+// representatives' (the farthest follower of each op). A GPU's op completing s later in its own
+// run would delay what follows it by at most s, so the sum bounds how far the replay is from
+// the full run, to first order (rates shared on the fabric aside). At the end the sum must be
+// within kSkewBudget of the simulated time; the run stops early once it passes kSkewLimit of
+// the time so far (the first ops of a run may be a little apart while little time has passed).
+// A call that stays apart longer than kApartWindow parts its follower (and the GPUs of a quiet
+// node with it) from the representative: those GPUs run their own programs from then on, as
+// every GPU does without symmetry, and add nothing to the sum.
+class SymmetricRun : public models::SymmetryMonitor {
+ public:
+  static constexpr double kSkewBudget = 1e-3, kSkewLimit = 1e-2;
+  static constexpr double kApartWindow = 10e-6;
+
+  // Sets the replay up on `platform` (flow fidelity), before the GPUs are loaded.
+  SymmetricRun(platforms::Platform& platform, const workloads::Job& job, workloads::Replicas replicas);
+
+  void skew(int representative, int follower, uint32_t op, double seconds) override;
+  void diverged(int follower, int representative, uint32_t op) override;
+  void apart(int follower, sc_core::sc_time since) override;
+  // A flow crossed a link left to quiet nodes' calls.
+  void crossed(const std::string& link);
+
+  // After the run: throws SymmetryBroken where the replay went too far apart, a follower left
+  // its representative's steps, or the run did not finish (which the run without symmetry
+  // reports, rank by rank).
+  void check();
+  const workloads::Replicas& replicas() const { return replicas_; }
+  double skew_s() const { return total_s_; }
+  int quiet_nodes() const { return quiet_.nodes.quiet; }
+  int echo_nodes() const { return echo_nodes_; }
+  int parted() const { return parted_; }
+  // A follower in an echo node: its calls in the node were its representative's echoes.
+  bool echoing(size_t rank) const { return echoing_[rank]; }
+  // The report's links between GPUs of quiet nodes: what their mirrors carried (a parted node's:
+  // what its mirror carried until it parted, and its own after).
+  void mirror_quiet_links(std::vector<LinkResult>& links, size_t first) const;
+
+ private:
+  void check_skew(double share);
+  void stop(const std::string& why);
+  // Parts `follower`, with the GPUs of its node where it is quiet, at the end of its window.
+  void due();
+  void part(int follower);
+  void part_quiet_node(size_t node);
+  struct Skew {
+    int representative = 0, follower = 0;
+    uint32_t op = 0;
+    double seconds = 0;
+  };
+  std::string describe(const Skew& s) const;
+
+  platforms::Platform& platform_;
+  const workloads::Job& job_;
+  workloads::Replicas replicas_;
+  QuietLinks quiet_;
+  std::vector<bool> echoing_;  // followers in echo nodes
+  int echo_nodes_ = 0;
+  double total_s_ = 0;
+  Skew last_;
+  std::string broken_;
+  // Followers apart, by the end of their window, in the order they came apart (each at the time
+  // it did: the windows end in that order).
+  std::deque<std::pair<sc_core::sc_time, int>> due_;
+  sc_core::sc_event wake_;
+  // Quiet nodes parted: their mirror and what its links between GPUs had carried then.
+  struct PartedNode {
+    size_t node = 0;
+    size_t mirror = 0;
+    std::vector<LinkResult> mirror_then;  // by QuietLinks::between_gpus
+  };
+  std::vector<PartedNode> parted_nodes_;
+  int parted_ = 0;
+};
+
+}  // namespace tessera::app
