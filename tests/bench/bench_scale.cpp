@@ -189,7 +189,7 @@ void scaling(int flow_up_to) {
 
 int main(int argc, char* argv[]) {
   std::string only;
-  int flow_up_to = 1024;
+  int flow_up_to = 4096;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--flow-up-to" && i + 1 < argc) flow_up_to = std::atoi(argv[++i]);
