@@ -5,7 +5,7 @@
 // the largest target, 10 min, and a tenth) by tessera's own --max-wall-s; such a row prints how
 // far it got instead of a time.
 //
-//   tessera_bench_scale [rows|scaling] [--flow-up-to GPUS]
+//   tessera_bench_scale [rows|scaling] [--flow-up-to GPUS]   (flow fidelity up to 4,096 GPUs unless told)
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
