@@ -218,36 +218,34 @@ void SymmetricRun::due() {
   if (!due_.empty() && broken_.empty()) wake_.notify(std::max(due_.front().first, now) - now);
 }
 
+// Where it cannot part exactly, it keeps replaying, and the skew check above decides: in an echo
+// node (its representative makes its rings for it), in a node that quiet nodes mirror (they
+// would have come apart with it, unseen), or where what followed a call apart has completed on
+// the representative already.
 void SymmetricRun::part(int follower) {
-  const size_t g = platform_.routing().topology().node.gpus;
-  const size_t node = size_t(follower) / g;
-  const int rep = replicas_.representative[size_t(follower)];
-  if (echoing_[size_t(follower)])
-    return stop("GPU " + std::to_string(follower) + "'s calls came apart from GPU " + std::to_string(rep) +
-                "'s, which makes its calls in their node for it (an echo node)");
-  if (node < quiet_.nodes.mirror.size() && quiet_.nodes.mirror[node] >= 0) return part_quiet_node(node);
-  if (std::find(quiet_.nodes.mirror.begin(), quiet_.nodes.mirror.end(), int(node)) != quiet_.nodes.mirror.end())
-    return stop("GPU " + std::to_string(follower) + "'s calls came apart from GPU " + std::to_string(rep) +
-                "'s, in node " + std::to_string(node) + ", which quiet nodes mirror");
-  if (!platform_.gpu(size_t(follower)).part(platform_.gpu(size_t(rep))))
-    return stop("GPU " + std::to_string(follower) + "'s calls came apart from GPU " + std::to_string(rep) +
-                "'s, and what followed them there completed before it could part");
-  ++parted_;
+  const size_t node = size_t(follower) / platform_.routing().topology().node.gpus;
+  models::Gpu& gpu = platform_.gpu(size_t(follower));
+  if (!gpu.command_processor().follower()) return;  // parted with its node already
+  if (node < quiet_.nodes.mirror.size() && quiet_.nodes.mirror[node] >= 0) {
+    part_quiet_node(node);
+    return;
+  }
+  const bool mirrored =
+      std::find(quiet_.nodes.mirror.begin(), quiet_.nodes.mirror.end(), int(node)) != quiet_.nodes.mirror.end();
+  if (echoing_[size_t(follower)] || mirrored) return;
+  if (gpu.part(platform_.gpu(size_t(replicas_.representative[size_t(follower)])))) ++parted_;
 }
 
 // Every GPU of a quiet node parts at once: the calls among them, left out so far, are theirs
-// from now on. A call the representative made for one of them that another's call apart holds
-// back is made by each of them itself, so that it waits for that one.
+// from now on. A call among them that waits, on one of them, for a call apart, and that the
+// representative made for the others, each of those makes itself, so that it waits for that one.
 void SymmetricRun::part_quiet_node(size_t node) {
   const size_t g = platform_.routing().topology().node.gpus;
   std::vector<size_t> gpus;
   for (size_t r = node * g; r < (node + 1) * g; ++r) {
     models::Gpu& gpu = platform_.gpu(r);
     if (!gpu.command_processor().follower()) continue;
-    if (!gpu.command_processor().can_part())
-      return stop("GPU " + std::to_string(r) + "'s calls came apart from GPU " +
-                  std::to_string(replicas_.representative[r]) +
-                  "'s, and what followed them there completed before it could part");
+    if (!gpu.command_processor().can_part()) return;
     gpus.push_back(r);
   }
   // What the mirror's links between GPUs carried so far (the quiet node's carried nothing).

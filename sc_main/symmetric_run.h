@@ -77,7 +77,8 @@ class SymmetricRun : public models::SymmetryMonitor {
  private:
   void check_skew(double share);
   void stop(const std::string& why);
-  // Parts `follower`, with the GPUs of its node where it is quiet, at the end of its window.
+  // Parts the followers whose window has ended (each with the GPUs of its node where it is
+  // quiet) where that can be done exactly; the others replay on.
   void due();
   void part(int follower);
   void part_quiet_node(size_t node);

@@ -116,7 +116,7 @@ void CommandProcessor::issue(uint32_t index) {
   uint32_t replaying = 0;
   for (CommandProcessor* f : followers_)
     if (f->replays(index)) {
-      if (!f->hold(index)) f->replay(index);
+      f->replay(index);
       ++replaying;
     }
   if (replaying > 0) skews_[index].replaying = replaying;
@@ -158,8 +158,8 @@ void CommandProcessor::complete(uint32_t index) {
   ++completed_;
   const uint32_t* begin = graph_->successors.data() + graph_->successor_begin[index];
   const uint32_t* end = graph_->successors.data() + graph_->successor_begin[index + 1];
-  for (const uint32_t* s = begin; s != end; ++s)
-    if (--waits_[*s] == 0) issue(*s);
+  for (const uint32_t* s = begin; s != end; ++s)  // (a call issued ahead of it: a parted GPU's replay)
+    if (waits_[*s] < kIssued && --waits_[*s] == 0) issue(*s);
   if (monitor_ != nullptr) monitor_->op_completed();
   if (completed_ != total_) return;
   finish_ = sc_core::sc_time_stamp();

@@ -100,8 +100,9 @@ class CommandProcessor : public sc_core::sc_module {
   bool can_part() const;
   // Takes over the representative's state (Gpu::part copies its activity first and its kernels
   // after): its ops complete are complete here, but for a call it completed that this GPU did
-  // not, which stays in flight with what waits for it unissued; the calls in flight that this
-  // GPU replays are its own; those its representative makes for it (left out or echoed)
+  // not, which stays in flight with what waits for it unissued (but for calls this GPU replayed
+  // already, issued with the representative's); the calls in flight that this GPU replays are
+  // its own; those its representative makes for it (left out or echoed)
   // complete when the representative's do. Then resume() completes the calls this GPU completed
   // and the representative did not.
   void part();
@@ -110,8 +111,8 @@ class CommandProcessor : public sc_core::sc_module {
   // A parted GPU: a transaction for kernel `op`, which the representative's engine runs or
   // queues, where it is issued here (null where it waits for a call apart).
   tlm::tlm_generic_payload* kernel_payload(uint32_t op);
-  // A parted GPU: the calls its representative still makes for it, and those its
-  // representative issued that wait here for a call apart (part()).
+  // A parted GPU: the calls its representative still makes for it, and those it left out that
+  // its representative issued and that wait here for a call apart (part()).
   std::vector<uint32_t> made_for_it() const;
   const std::vector<uint32_t>& unissued_calls() const { return unissued_calls_; }
   // The communicators whose calls this follower left out (leave_out): its collective engine
@@ -137,10 +138,6 @@ class CommandProcessor : public sc_core::sc_module {
   void issue(uint32_t op);
   void replay(uint32_t op);
   bool replays(uint32_t op) const;
-  // A follower: holds back the replay of `op`, which its representative issued, where it waits
-  // for a call the representative completed and this GPU has not: it is replayed when this GPU
-  // completes that call, as it would have been issued here.
-  bool hold(uint32_t op);
   // Op `index` completed on the representative (`leader`) or on this follower.
   void matched(uint32_t index, bool leader);
   // A representative: a follower no longer replays `op` (it parted).
@@ -178,7 +175,6 @@ class CommandProcessor : public sc_core::sc_module {
     bool leader = false;
   };
   FewByKey<Unmatched> unmatched_;  // by op: a handful at a time
-  std::vector<uint32_t> held_;     // replays held back (hold)
   // Parting: the representative parted from, and the calls of its that waited here for a call
   // apart; a representative: per op, the parted GPUs whose call on it it still makes.
   CommandProcessor* parted_from_ = nullptr;

@@ -44,19 +44,6 @@ void CommandProcessor::replay(uint32_t index) {
   to_collectives->nb_transport_fw(*gp, phase, delay);
 }
 
-// Whether `op` is a successor of a call the representative completed and this GPU has not.
-bool CommandProcessor::hold(uint32_t op) {
-  for (const auto& [key, u] : unmatched_) {
-    if (!u.leader) continue;
-    const uint32_t* begin = graph_->successors.data() + graph_->successor_begin[key];
-    const uint32_t* end = graph_->successors.data() + graph_->successor_begin[key + 1];
-    if (std::find(begin, end, op) == end) continue;
-    held_.push_back(op);
-    return true;
-  }
-  return false;
-}
-
 void CommandProcessor::matched(uint32_t index, bool leader) {
   const sc_time now = sc_core::sc_time_stamp();
   const size_t first = unmatched_.position(index);
@@ -69,13 +56,6 @@ void CommandProcessor::matched(uint32_t index, bool leader) {
   unmatched_.erase_at(first);
   if (other.leader == leader) return symmetry_->diverged(rank_->rank, leader_->rank_->rank, index);
   leader_->skewed(index, (now - other.at).to_seconds(), rank_->rank);  // `other` came first
-  if (held_.empty() || std::any_of(unmatched_.begin(), unmatched_.end(), [](const auto& u) { return u.second.leader; }))
-    return;
-  // This GPU completed the calls its held replays waited for: they start now, as they would
-  // have been issued here.
-  std::vector<uint32_t> held;
-  held.swap(held_);
-  for (uint32_t op : held) replay(op);
 }
 
 void CommandProcessor::skewed(uint32_t index, double seconds, int follower) {
@@ -125,8 +105,9 @@ void CommandProcessor::part() {
   waits_ = rep.waits_;
   iteration_ = rep.iteration_;
   completed_ = rep.completed_;
-  // A call the representative completed and this GPU did not: in flight here, what waits for it
-  // not issued (its communication reopened, what the representative issued after it closed).
+  // A call the representative completed and this GPU did not: in flight here, and what the
+  // representative issued because of it not issued here (its communication closed): kernels and
+  // calls left out. A call this GPU replays it issued with the representative: it stays in flight.
   std::vector<uint32_t> late;
   for (const auto& [key, u] : unmatched_) (u.leader ? late : early_).push_back(uint32_t(key));
   for (uint32_t u : late) {
@@ -135,17 +116,18 @@ void CommandProcessor::part() {
     activity_.communication_begin(cause_of_op(*job_, *rank_, rank_->program->ops[u]));
     for (uint32_t i = graph_->successor_begin[u]; i < graph_->successor_begin[u + 1]; ++i) {
       const uint32_t s = graph_->successors[i];
-      if (waits_[s] != kIssued) continue;
-      waits_[s] = 0;
       const workloads::Op& op = rank_->program->ops[s];
-      if (op.kind != OpKind::Compute && op.kind != OpKind::MemCopy) {
-        activity_.communication_end(cause_of_op(*job_, *rank_, op));
-        unissued_calls_.push_back(s);
-      }
+      const bool call = op.kind != OpKind::Compute && op.kind != OpKind::MemCopy;
+      if (waits_[s] != kIssued || (call && replays(s))) continue;
+      waits_[s] = 0;
+      if (!call) continue;
+      activity_.communication_end(cause_of_op(*job_, *rank_, op));
+      unissued_calls_.push_back(s);
     }
   }
   for (uint32_t u : late)
-    for (uint32_t i = graph_->successor_begin[u]; i < graph_->successor_begin[u + 1]; ++i) ++waits_[graph_->successors[i]];
+    for (uint32_t i = graph_->successor_begin[u]; i < graph_->successor_begin[u + 1]; ++i)
+      if (waits_[graph_->successors[i]] < kIssued) ++waits_[graph_->successors[i]];
   // The representative no longer waits for this GPU's replays; the calls it makes for this GPU
   // (left out, echoed) complete here when its own do.
   rep.followers_.erase(std::find(rep.followers_.begin(), rep.followers_.end(), this));
@@ -157,7 +139,6 @@ void CommandProcessor::part() {
     if (replays(op) && owed) rep.forget(op);
   }
   unmatched_ = FewByKey<Unmatched>();
-  held_.clear();
   parted_from_ = leader_;
   leader_ = nullptr;
   monitor_ = nullptr;  // the progress line counts the ops of the GPUs simulated from the start
