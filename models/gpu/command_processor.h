@@ -102,18 +102,16 @@ class CommandProcessor : public sc_core::sc_module {
   // after): its ops complete are complete here, but for a call it completed that this GPU did
   // not, which stays in flight with what waits for it unissued (but for calls this GPU replayed
   // already, issued with the representative's); the calls in flight that this GPU replays are
-  // its own; those its representative makes for it (left out or echoed)
-  // complete when the representative's do. Then resume() completes the calls this GPU completed
-  // and the representative did not.
+  // its own; those its representative makes for it (left out) complete when the
+  // representative's do. Then resume() completes the calls this GPU completed and the
+  // representative did not.
   void part();
   void resume();
-  bool parted() const { return parted_from_ != nullptr; }
   // A parted GPU: a transaction for kernel `op`, which the representative's engine runs or
   // queues, where it is issued here (null where it waits for a call apart).
   tlm::tlm_generic_payload* kernel_payload(uint32_t op);
-  // A parted GPU: the calls its representative still makes for it, and those it left out that
-  // its representative issued and that wait here for a call apart (part()).
-  std::vector<uint32_t> made_for_it() const;
+  // A parted GPU: the calls it left out that its representative issued and that wait here for
+  // a call apart (part()).
   const std::vector<uint32_t>& unissued_calls() const { return unissued_calls_; }
   // The communicators whose calls this follower left out (leave_out): its collective engine
   // joins their calls late, at the first it makes itself once parted.

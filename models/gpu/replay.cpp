@@ -168,14 +168,6 @@ std::vector<int> CommandProcessor::left_out_communicators() const {
   return out;
 }
 
-std::vector<uint32_t> CommandProcessor::made_for_it() const {
-  std::vector<uint32_t> ops;
-  if (parted_from_ == nullptr) return ops;
-  for (const auto& [op, parted] : parted_from_->made_for_)
-    if (std::find(parted.begin(), parted.end(), this) != parted.end()) ops.push_back(uint32_t(op));
-  return ops;
-}
-
 void CommandProcessor::take_over(uint32_t index) {
   std::vector<CommandProcessor*>* parted = parted_from_->made_for_.find(index);
   if (parted == nullptr) return;
