@@ -132,11 +132,9 @@ tlm::tlm_sync_enum CommandProcessor::nb_transport_bw(tlm::tlm_generic_payload& g
     matched(index, false);
     return tlm::TLM_COMPLETED;
   }
-  const workloads::Op& op = rank_->program->ops[index];
-  const OpKind kind = op.kind;
+  const OpKind kind = rank_->program->ops[index].kind;
   if (kind != OpKind::Compute && kind != OpKind::MemCopy) {
-    activity_.communication_end(cause_of_op(*job_, *rank_, op));
-    activity_.span(index, protocol::collective_event(gp).issued_at, sc_core::sc_time_stamp());
+    call_closed(index, protocol::collective_event(gp).issued_at);
     for (CommandProcessor* f : followers_)
       if (f->replays(index)) f->matched(index, true);
     if (made_for_.size() > 0) {
@@ -151,6 +149,11 @@ tlm::tlm_sync_enum CommandProcessor::nb_transport_bw(tlm::tlm_generic_payload& g
   gp.release();
   complete(index);
   return tlm::TLM_COMPLETED;
+}
+
+void CommandProcessor::call_closed(uint32_t index, sc_time issued) {
+  activity_.communication_end(cause_of_op(*job_, *rank_, rank_->program->ops[index]));
+  activity_.span(index, issued, sc_core::sc_time_stamp());
 }
 
 void CommandProcessor::complete(uint32_t index) {

@@ -41,7 +41,7 @@ class SymmetryMonitor {
   virtual void diverged(int follower, int representative, uint32_t op) = 0;
   // A call `follower` replays completed at `since` on it or on its representative and not on the
   // other: unless the other completes it soon, the follower parts from its representative
-  // (CommandProcessor::part) or the run stops.
+  // (CommandProcessor::part) where it can, and replays on where it cannot.
   virtual void apart(int follower, sc_core::sc_time since) = 0;
 };
 
@@ -142,6 +142,8 @@ class CommandProcessor : public sc_core::sc_module {
   void forget(uint32_t op);
   // A parted GPU: its representative completed call `op`, which it made for it.
   void made_call_done(uint32_t op, sc_core::sc_time issued);
+  // A collective or send/receive `op` issued at `issued` ends: its communication time and span.
+  void call_closed(uint32_t op, sc_core::sc_time issued);
   void complete(uint32_t op);
   tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
                                      sc_core::sc_time& delay);

@@ -180,9 +180,7 @@ void CommandProcessor::take_over(uint32_t index) {
 }
 
 void CommandProcessor::made_call_done(uint32_t index, sc_time issued) {
-  const workloads::Op& op = rank_->program->ops[index];
-  activity_.communication_end(cause_of_op(*job_, *rank_, op));
-  activity_.span(index, issued, sc_core::sc_time_stamp());
+  call_closed(index, issued);
   complete(index);
 }
 
