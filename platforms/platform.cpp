@@ -43,6 +43,7 @@ models::FabricFacts fabric_facts(const PlatformConfig& c) {
   f.ll_max_bandwidth = c.gpu.ll_max_bandwidth_gbps * 1e9;
   f.ll128_max_bandwidth = c.gpu.ll128_max_bandwidth_gbps * 1e9;
   f.ring_fill_chunks = c.gpu.ring_fill_chunks;
+  f.simple_reads_peer = c.gpu.simple_reads_peer;
   f.simple_handshake_s = c.gpu.simple_handshake_us * 1e-6;
 
   // Across nodes.

@@ -1,6 +1,7 @@
 #include "models/collectives/collective_engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace tessera::models {
@@ -135,9 +136,10 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
       config_.protocol_latencies ? tuner_.handshake_factor(e.kind, algorithm, inst.choice.protocol, e.bytes, shape) : 1.0;
   inst.wire_factor = static_cast<float>(tuner_.wire_factor(algorithm, inst.choice.protocol, e.bytes, n) * handshakes);
   if (const double rate = tuner_.channel_rate(inst.choice.protocol); rate > 0) {
-    // An LL channel waits for each step's handshake before it moves the step's chunk; LL128's
-    // rate is measured with its handshakes (GpuSpec::ll128_max_bandwidth_gbps).
-    const bool waits = inst.choice.protocol == CollectiveProtocol::LL && config_.protocol_latencies;
+    // The channel waits for each step's flags before it moves the step's data (LL and LL128 poll
+    // them per line, a Simple channel that reads from its peer waits for the peer's flag), so
+    // NCCL's per-step latency adds to the data time (send_chunk).
+    const bool waits = config_.protocol_latencies;
     const double handshake = waits ? cost.step_us * 1e-6 : 0.0;
     inst.channel_rate = rate;
     inst.channel_handshake_s = handshake;
@@ -196,15 +198,19 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
     inst.echo = true;
   }
   if (config_.steady_state && inst.channel_rate > 0) {
-    // Flow fidelity caps each flow at its channels' rate: each chunk of a step (packet
-    // fidelity's) at the channel's rate, with its handshake. A ring's flow has its own
-    // channels; other flows of a phase share all of the call's in proportion to their bytes.
+    // Flow fidelity caps each flow at its channels' rate: what a channel moves of a step (packet
+    // fidelity's chunks on it) at the channel's rate, with the step's handshake. A ring's flow
+    // has its own channels; other flows of a phase share all of the call's in proportion to
+    // their bytes.
     for (Phase& ph : phases) {
       double total = 0;
       for (const Transfer& t : ph.sends) total += double(t.bytes);
       for (Transfer& t : ph.sends) {
+        const double step = double(t.bytes) / double(std::max<uint32_t>(1, t.steps));
         const double chunk = double(std::max<uint32_t>(1, t.steps > 1 ? t.step_chunk_bytes : t.chunk_bytes));
-        const double channel = chunk / (chunk / inst.channel_rate + inst.channel_handshake_s);
+        const double lanes = std::min(std::ceil(step / chunk), double(t.channels > 0 ? t.channels : C));
+        const double lane = step / std::max(1.0, lanes);
+        const double channel = lane / (lane / inst.channel_rate + inst.channel_handshake_s);
         const double share = t.channels > 0 ? double(t.channels) : double(C) * double(t.bytes) / std::max(1.0, total);
         t.rate_cap = channel * share / std::max(1u, std::min(t.chunks, ph.together));
       }
@@ -442,7 +448,8 @@ void CollectiveEngine::send_chunk(uint64_t flow, Instance& inst, const Phase& ph
     double& free = inst.channel_free[t.channel];
     const double now = sc_core::sc_time_stamp().to_seconds();
     const double start = std::max(now, free);
-    free = start + double(t.bytes) / inst.channel_rate + inst.channel_handshake_s;
+    const uint32_t lanes = to.channels > 0 ? to.channels : uint32_t(std::max(1, inst.choice.channels));
+    free = start + double(t.bytes) / inst.channel_rate + (chunk < lanes ? inst.channel_handshake_s : 0.0);
     if (start > now) {
       peq_.notify(*gp, INJECT, sc_time(start - now, sc_core::SC_SEC));
       return;

@@ -590,6 +590,9 @@ double Tuner::channel_rate(CollectiveProtocol p) const {
     return fabric_.ll_max_bandwidth / std::max(1, config_.max_channels);
   if (p == CollectiveProtocol::LL128 && fabric_.ll128_max_bandwidth > 0)
     return fabric_.ll128_max_bandwidth / std::max(1, config_.max_channels);
+  // A Simple channel that reads from its peer moves its share of the links, after each step's flag.
+  if (p == CollectiveProtocol::Simple && fabric_.simple_reads_peer && fabric_.gpu_bandwidth > 0)
+    return fabric_.gpu_bandwidth / std::max(1, config_.max_channels);
   return 0;
 }
 
@@ -614,12 +617,12 @@ double Tuner::predict(CollectiveOp op, uint64_t bytes, const CommunicatorShape& 
 }
 
 double Tuner::estimate(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s, CollectiveAlgorithm a,
-                       CollectiveProtocol p, bool handshakes) const {
-  const double factor = wire_factor(a, p, bytes, s.ranks) * (handshakes ? handshake_factor(op, a, p, bytes, s) : 1.0);
+                       CollectiveProtocol p, bool as_run) const {
+  const double factor = wire_factor(a, p, bytes, s.ranks) * (as_run ? handshake_factor(op, a, p, bytes, s) : 1.0);
   const ProtocolCost c = cost(a, p);
   const int network = s.network_nodes > 1 || a == CollectiveAlgorithm::CollNet ? network_steps(op, a, s) : 0;
   double latency = c.launch_us + (steps(op, a, s) - network) * c.step_us + network * c.network_step_us +
-                   ring_fill(op, a, p, bytes, s) * 1e6;
+                   (as_run ? ring_fill(op, a, p, bytes, s) * 1e6 : 0.0);
   if (network > 0 && fabric_.gpu_network_bandwidth > 0) {
     // A network step waits for its first chunk to cross every hop (store and forward).
     const uint64_t transfer = static_cast<uint64_t>(network_transfer(op, a, bytes, s));
@@ -638,10 +641,28 @@ double Tuner::estimate(CollectiveOp op, uint64_t bytes, const CommunicatorShape&
   if (fabric_.gpu_network_bandwidth > 0) wire = std::max(wire, l.gpu_network / fabric_.gpu_network_bandwidth);
   if (fabric_.node_network_bandwidth > 0) wire = std::max(wire, l.node_network / fabric_.node_network_bandwidth);
   wire *= factor;
-  // The channels' own rate: each moves its share of the busiest GPU's payload.
-  if (const double rate = channel_rate(p); rate > 0)
-    wire = std::max(wire, std::max(l.nvlink, l.gpu_network) / (channels(a, p, bytes, s.ranks) * rate));
+  // The channels' own rate: each moves its share of the busiest GPU's payload. NCCL's model
+  // knows LL's rate (llMaxBw) but not the one measured for LL128, and counts the channels of its
+  // graph whatever the size (it drops channels for small calls once the algorithm is chosen).
+  const double rate = as_run || p == CollectiveProtocol::LL ? channel_rate(p) : 0.0;
+  if (rate > 0) {
+    const int C = as_run ? channels(a, p, bytes, s.ranks) : std::max(1, config_.max_channels);
+    wire = std::max(wire, std::max(l.nvlink, l.gpu_network) / (C * rate));
+  }
+  if (!as_run && a == CollectiveAlgorithm::Tree) wire *= nccl_tree_penalty(p, s);
   return latency * 1e-6 + wire;
+}
+
+double Tuner::nccl_tree_penalty(CollectiveProtocol p, const CommunicatorShape& s) {
+  // NCCL's bus bandwidth refinements (tuning.cc, ncclTopoTuneModel), ring's over tree's for the
+  // same protocol: a tree runs at 0.92 of its graph's bandwidth, LL at a further 1/3.8 (the
+  // ring's LL at 1/4 for an all-reduce), LL128 at a further 7/9 inside one node and 120/128
+  // across nodes (the ring's LL128 at 0.92).
+  switch (p) {
+    case CollectiveProtocol::LL: return (1.0 / 4.0) / (0.92 / 3.8);
+    case CollectiveProtocol::LL128: return 1.0 / (s.network_nodes > 1 ? 120.0 / 128.0 : 7.0 / 9.0);
+    default: return 1.0 / 0.92;
+  }
 }
 
 Choice Tuner::choose(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s,
@@ -678,7 +699,7 @@ Choice Tuner::choose(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s
       if (protocol != CollectiveProtocol::Automatic && p != protocol) continue;
       if ((a == CollectiveAlgorithm::Nvls || a == CollectiveAlgorithm::CollNet) && p != CollectiveProtocol::Simple)
         continue;
-      // NCCL's tuner knows no handshake per slice: its choice is made without them.
+      // NCCL's tuner chooses by its own model: estimate(.., false).
       const double t = estimate(op, bytes, s, a, p, false);
       if (t < best_time) {
         best_time = t;

@@ -116,6 +116,8 @@ struct FabricFacts {
   double ll128_max_bandwidth = 0;
   // Chunk times a Simple ring pass takes beyond a lossless pipeline (GpuSpec::ring_fill_chunks).
   double ring_fill_chunks = 0;
+  // Simple channels read their step's data from the peer after its flag (GpuSpec::simple_reads_peer).
+  bool simple_reads_peer = false;
   // Seconds a channel spends per Simple slice without moving data (GpuSpec::simple_handshake_us).
   double simple_handshake_s = 0;
   // Across nodes (0: no network).
@@ -202,10 +204,14 @@ class Tuner {
   // Predicted time in seconds (the cost model above).
   double predict(CollectiveOp op, uint64_t bytes, const CommunicatorShape& shape,
                  CollectiveAlgorithm algorithm, CollectiveProtocol protocol) const;
-  // The same without the Simple protocol's handshakes per slice (handshakes false): NCCL's own
-  // estimate, which choose() compares, as NCCL's tuner does not know them.
+  // The cost model as the engine runs the call (as_run; predict), or as NCCL's own tuner sees
+  // it (choose() compares these): without what was measured beyond NCCL's model (the Simple
+  // protocol's handshakes per slice, the ring's fill, LL128's rate), with all channels whatever
+  // the size, and with NCCL's own penalty for trees (nccl_tree_penalty).
   double estimate(CollectiveOp op, uint64_t bytes, const CommunicatorShape& shape,
-                  CollectiveAlgorithm algorithm, CollectiveProtocol protocol, bool handshakes) const;
+                  CollectiveAlgorithm algorithm, CollectiveProtocol protocol, bool as_run) const;
+  // How much longer NCCL's model takes a tree's bytes than a ring's, for protocol `p`.
+  static double nccl_tree_penalty(CollectiveProtocol p, const CommunicatorShape& shape);
 
   // The protocol's latencies on this platform's GPUs: NCCL's (nccl_cost), their GPU side scaled
   // to the SM clock (TunerConfig::reference_clock_mhz).

@@ -35,6 +35,11 @@ struct GpuSpec {
   // NVLinks, with NCCL's chunk (Tuner::ring_chunk); calibrated from nccl-tests where it shows
   // (Ampere, whose NVLink rings read from their peer: NCCL's P2P read mode); 0: none.
   double ring_fill_chunks = 0;
+  // NCCL's Simple rings read from their peer over these GPUs' NVLinks (P2P read, NCCL's default
+  // for Ampere: transport/p2p.cc p2pUseRead): a channel waits for each step's flag before it
+  // reads the step's data, so the step's latency adds to its data time instead of hiding
+  // behind the chunks in flight.
+  bool simple_reads_peer = false;
   // Microseconds a channel's SM spends on each slice of a Simple-protocol ring or point-to-point
   // transfer without moving data: it fences the slice's stores and posts the slice's flag before
   // it takes the next (NCCL prims_simple.h), so at mid sizes, where slices are small, the

@@ -102,7 +102,7 @@ INSTANTIATE_TEST_SUITE_P(
                                     "--tp 2 --pp 1 --dp 8 --ep 4 --sequence-parallel --global-batch 16", Replay::Holds},
         Case{"oversubscribed_fat_tree", "--platform dgx-a100 --nodes 6 --set network.oversubscription=3 --tp 4 "
                                         "--pp 2 --dp 6 --global-batch 24" + kSmall, Replay::Holds},
-        Case{"multi_rail", "--platform hgx-h200 --nodes 4 --tp 8 --pp 2 --dp 2 --global-batch 16" + kSmall, Replay::Holds, 2},
+        Case{"multi_rail", "--platform hgx-h200 --nodes 4 --tp 8 --pp 2 --dp 2 --global-batch 16" + kSmall, Replay::Holds, 2, 1},
         // Each node one stage's tensor-parallel group: nodes 0 and 1 echo their rings (hidden 4096:
         // all-reduces of 16 MiB, rings; the gradient norm's small one a tree), 2 and 3 are quiet.
         Case{"tensor_parallel_nodes", "--platform dgx-a100 --nodes 4 --tp 8 --pp 2 --dp 2 --global-batch 16 --model "
@@ -113,14 +113,16 @@ INSTANTIATE_TEST_SUITE_P(
         // and the replaying GPUs part as their calls come apart.
         Case{"uneven_oversubscribed", "--platform dgx-a100 --nodes 10 --set network.oversubscription=4 --tp 1 "
                                       "--pp 4 --dp 20 --global-batch 40" + kSmall, Replay::Parts},
-        // The same on nodes of one stage's tensor-parallel group: quiet nodes part whole, their
-        // calls among their GPUs simulated from there.
-        Case{"quiet_nodes_part", "--platform dgx-h100 --nodes 24 --set network.oversubscription=4 --tp 8 --pp 2 "
-                                 "--dp 12 --global-batch 24" + kSmall, Replay::Parts, 22},
-        // The tensor-parallel peers of the simulated GPU's node finish its rings at different
-        // times, and quiet nodes mirror that node: none can part, the run is made in full.
-        Case{"uneven_across_leaves", "--platform dgx-a100 --nodes 24 --set network.oversubscription=4 --tp 8 "
-                                     "--pp 2 --dp 12 --global-batch 24" + kSmall, Replay::InFull}),
+        // The same on nodes of one stage's tensor-parallel group (hidden 1024: small rings and
+        // data-parallel calls): quiet nodes part whole, their calls among their GPUs simulated
+        // from there.
+        Case{"quiet_nodes_part", "--platform dgx-a100 --nodes 24 --set network.oversubscription=4 --tp 8 --pp 2 "
+                                 "--dp 12 --global-batch 24 --hidden 1024 --heads 16" + kSmall, Replay::Parts, 22, 2},
+        // The pipeline's gradient transfers of replicas under different leaves complete hundreds of
+        // microseconds apart where their GPUs cannot part (echo nodes, and the nodes quiet nodes
+        // mirror): the run is made in full.
+        Case{"uneven_across_leaves", "--platform dgx-h100 --nodes 24 --set network.oversubscription=4 --tp 8 "
+                                     "--pp 2 --dp 12 --global-batch 24 --hidden 1536 --heads 16" + kSmall, Replay::InFull}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 TEST(SymmetryOption, OnOrOff) {

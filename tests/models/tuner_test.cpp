@@ -200,26 +200,55 @@ TEST(TunerAcrossNodes, OneNodeIgnoresTheNetwork) {
   }
 }
 
-TEST(TunerOnOneNode, AmpereRingsTakeTwoChunkTimesMoreThanTheirPipeline) {
-  // GpuSpec::ring_fill_chunks: one NCCL chunk (S / (channels x ranks), at most 2 MiB) per ring
-  // pass on one channel's share of the NVLinks; an all-reduce has two passes.
+TEST(TunerOnOneNode, AmpereRingsTakeChunkTimesMoreThanTheirPipeline) {
+  // GpuSpec::ring_fill_chunks (k): k NCCL chunks (S / (channels x ranks), at most 2 MiB) per
+  // ring pass on one channel's share of the NVLinks; an all-reduce has two passes.
   const models::Tuner a100 = tuner_for("dgx-a100", false);
   const models::CommunicatorShape node = world(1);
-  const double B = a100.fabric().gpu_bandwidth;
+  const double B = a100.fabric().gpu_bandwidth, k = a100.fabric().ring_fill_chunks;
+  ASSERT_GT(k, 0.0);
   auto fill = [&](CollectiveOp op, CollectiveProtocol p, uint64_t bytes) {
     return a100.ring_fill(op, CollectiveAlgorithm::Ring, p, bytes, node);
   };
   const int C = a100.channels(CollectiveAlgorithm::Ring, CollectiveProtocol::Simple, 64 * MiB, 8);
   EXPECT_EQ(C, 16);
-  EXPECT_NEAR(fill(CollectiveOp::AllReduce, CollectiveProtocol::Simple, 64 * MiB), 2 * (64.0 * MiB / (8 * C)) / (B / C), 1e-9);
-  EXPECT_NEAR(fill(CollectiveOp::AllGather, CollectiveProtocol::Simple, 64 * MiB), (64.0 * MiB / (8 * C)) / (B / C), 1e-9);
+  EXPECT_NEAR(fill(CollectiveOp::AllReduce, CollectiveProtocol::Simple, 64 * MiB), 2 * k * (64.0 * MiB / (8 * C)) / (B / C), 1e-9);
+  EXPECT_NEAR(fill(CollectiveOp::AllGather, CollectiveProtocol::Simple, 64 * MiB), k * (64.0 * MiB / (8 * C)) / (B / C), 1e-9);
   // The chunk stops growing at 2 MiB (from 256 MiB on 16 channels and 8 ranks).
-  EXPECT_NEAR(fill(CollectiveOp::AllReduce, CollectiveProtocol::Simple, 4 * GiB), 2 * (2.0 * MiB) / (B / C), 1e-9);
+  EXPECT_NEAR(fill(CollectiveOp::AllReduce, CollectiveProtocol::Simple, 4 * GiB), 2 * k * (2.0 * MiB) / (B / C), 1e-9);
   EXPECT_EQ(fill(CollectiveOp::AllReduce, CollectiveProtocol::LL128, 64 * MiB), 0.0);
   EXPECT_EQ(a100.ring_fill(CollectiveOp::AllReduce, CollectiveAlgorithm::Tree, CollectiveProtocol::Simple, 64 * MiB, node), 0.0);
   // Hopper's rings write to their peers: no such term.
   const models::Tuner h100 = tuner_for("dgx-h100", false);
   EXPECT_EQ(h100.ring_fill(CollectiveOp::AllReduce, CollectiveAlgorithm::Ring, CollectiveProtocol::Simple, 64 * MiB, node), 0.0);
+}
+
+TEST(TunerOnOneNode, ChoosesByNcclsOwnModel) {
+  // choose() compares NCCL's own estimates (estimate(.., false)): all channels whatever the size,
+  // NCCL's penalty for trees, no LL128 rate or ring fill measured beyond NCCL's model. On one
+  // A100 node NCCL's rings beat its chain-shaped trees at every size (tuning.cc: a tree's LL at
+  // 0.92/3.8 of the links against a ring's 1/4, its LL128 at 0.92 x 7/9 against 0.92), and
+  // LL128 beats Simple up to 32 MiB (launch and 14 steps of 14 + 1.9 us against 8.4 + 3.4 us).
+  const models::Tuner a100 = tuner_for("dgx-a100", false);
+  const models::CommunicatorShape node = world(1);
+  for (uint64_t bytes = 8 * KiB; bytes <= 4 * GiB; bytes *= 2)
+    EXPECT_EQ(a100.choose(CollectiveOp::AllReduce, bytes, node).algorithm, CollectiveAlgorithm::Ring) << bytes;
+  EXPECT_EQ(a100.choose(CollectiveOp::AllReduce, 64 * KiB, node).protocol, CollectiveProtocol::LL);
+  EXPECT_EQ(a100.choose(CollectiveOp::AllReduce, 16 * MiB, node).protocol, CollectiveProtocol::LL128);
+  EXPECT_EQ(a100.choose(CollectiveOp::AllReduce, 32 * MiB, node).protocol, CollectiveProtocol::LL128);
+  EXPECT_EQ(a100.choose(CollectiveOp::AllReduce, 64 * MiB, node).protocol, CollectiveProtocol::Simple);
+  // The run's own estimate keeps what was measured: LL128's rate makes 16 MiB slower than
+  // NCCL's model says.
+  const auto r = CollectiveAlgorithm::Ring;
+  const auto ll128 = CollectiveProtocol::LL128;
+  EXPECT_GT(a100.estimate(CollectiveOp::AllReduce, 16 * MiB, node, r, ll128, true),
+            a100.estimate(CollectiveOp::AllReduce, 16 * MiB, node, r, ll128, false));
+  // NCCL's tree penalties, ring's bandwidth over tree's.
+  const models::CommunicatorShape two = world(2);
+  EXPECT_NEAR(models::Tuner::nccl_tree_penalty(CollectiveProtocol::Simple, node), 1 / 0.92, 1e-12);
+  EXPECT_NEAR(models::Tuner::nccl_tree_penalty(CollectiveProtocol::LL, node), 3.8 / (4 * 0.92), 1e-12);
+  EXPECT_NEAR(models::Tuner::nccl_tree_penalty(ll128, node), 9.0 / 7.0, 1e-12);
+  EXPECT_NEAR(models::Tuner::nccl_tree_penalty(ll128, two), 128.0 / 120.0, 1e-12);
 }
 
 TEST(TunerOnOneNode, HopperSimpleSlicesPayTheirHandshake) {

@@ -44,15 +44,12 @@ const Curve kH100{
       "channel, where NCCL's cost model (and this point) implies a whole loop of all channels"}}};
 const Curve kA100{
     "dgx-a100", "nccl_allreduce_a100_8gpu.csv", 8, 4ull << 30,
-    {{32768, 65536,
-      "tree/LL at 32-64 KiB: the measured time steps up from 26 to 30-32 us at 32 KiB, where "
-      "NCCL's tree latency (baseLat + hwLat per level) is flat; the step is not in NCCL's cost "
-      "model either"},
-     {2ull << 20, 32ull << 20,
-      "mid sizes: each channel's step moves one chunk (S / (channels x ranks)) and waits for its "
-      "handshake before the next, so NCCL's per-step latency is not hidden until the chunks are "
-      "large; the engine shares the links among all ready chunks and hides it, and its tuner "
-      "takes Simple from 16 MiB where the measured curve still runs at LL128's rate"}}};
+    {{2ull << 20, 2ull << 20,
+      "2 MiB (-11%): the measured step from 1 to 2 MiB moves 110 GB/s of bus bandwidth, more than "
+      "LL's 87.7 (NCCL's llMaxBw for Ampere), so NCCL ran LL128 there; its measured time beyond "
+      "LL128's rate is 35 us at 2 MiB against 45-54 us from 4 to 32 MiB and the 57 us of NCCL's "
+      "latencies at A100's clock, which the engine's LL128 (77 us at 2 MiB, -28%) charges; the "
+      "engine's LL (62 us) is the nearer, and NCCL's model chooses it there too"}}};
 
 const char* const kH100Ops = "nccl_dgx_h100_8gpu_collectives.csv";
 const Curve kH100AllGather{"dgx-h100", kH100Ops, 32ull << 20, 16ull << 30, {}, "all_gather"};
