@@ -590,6 +590,8 @@ double Tuner::channel_rate(CollectiveProtocol p) const {
     return fabric_.ll_max_bandwidth / std::max(1, config_.max_channels);
   if (p == CollectiveProtocol::LL128 && fabric_.ll128_max_bandwidth > 0)
     return fabric_.ll128_max_bandwidth / std::max(1, config_.max_channels);
+  if (p == CollectiveProtocol::LL128 && fabric_.gpu_bandwidth > 0)
+    return fabric_.gpu_bandwidth * 120.0 / 128.0 / std::max(1, config_.max_channels);
   // A Simple channel that reads from its peer moves its share of the links, after each step's flag.
   if (p == CollectiveProtocol::Simple && fabric_.simple_reads_peer && fabric_.gpu_bandwidth > 0)
     return fabric_.gpu_bandwidth / std::max(1, config_.max_channels);
