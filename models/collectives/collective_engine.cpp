@@ -206,7 +206,7 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
       double total = 0;
       for (const Transfer& t : ph.sends) total += double(t.bytes);
       for (Transfer& t : ph.sends) {
-        const double step = double(t.bytes) / double(std::max<uint32_t>(1, t.steps));
+        const double step = double(t.bytes) / double(std::max<uint32_t>(1, t.moving_steps > 0 ? t.moving_steps : t.steps));
         const double chunk = double(std::max<uint32_t>(1, t.steps > 1 ? t.step_chunk_bytes : t.chunk_bytes));
         const double lanes = std::min(std::ceil(step / chunk), double(t.channels > 0 ? t.channels : C));
         const double lane = step / std::max(1.0, lanes);
@@ -293,6 +293,7 @@ void CollectiveEngine::steady_state(Instance& inst) const {
   for (auto* list : {&merged.sends, &merged.receives})
     for (Transfer& t : *list) {
       const bool across = t.peer >= 0 && on_another_node(t.peer);
+      t.moving_steps = t.steps;  // its latency may stand for fewer (below); its channels wait in each
       if (ring && network > 0 && uint32_t(network) < t.steps)
         t.steps = across ? uint32_t(network) : t.steps - uint32_t(network);
       else if (!ring && network > 0 && across)

@@ -21,6 +21,7 @@ struct Transfer {
   uint32_t chunks = 0;
   uint32_t steps = 1;        // steps in series it stands for (steady state: merged steps)
   uint32_t step_chunk_bytes = 0;  // steady state: the chunk of one of those steps
+  uint32_t moving_steps = 0;      // steady state: the steps it moves data in (0: steps)
   // Its channels: chunk j runs on first_channel + stride * (j mod channels); channels 0:
   // all of the call's (chunk j on channel j mod C).
   uint16_t first_channel = 0, stride = 1, channels = 0;
