@@ -208,7 +208,7 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
       for (Transfer& t : ph.sends) {
         const double step = double(t.bytes) / double(std::max<uint32_t>(1, t.moving_steps > 0 ? t.moving_steps : t.steps));
         const double chunk = double(std::max<uint32_t>(1, t.steps > 1 ? t.step_chunk_bytes : t.chunk_bytes));
-        const double lanes = std::min(std::ceil(step / chunk), double(t.channels > 0 ? t.channels : C));
+        const double lanes = std::min(std::ceil(step / chunk), double(t.lanes(C)));
         const double lane = step / std::max(1.0, lanes);
         const double channel = lane / (lane / inst.channel_rate + inst.channel_handshake_s);
         const double share = t.channels > 0 ? double(t.channels) : double(C) * double(t.bytes) / std::max(1.0, total);
@@ -449,8 +449,8 @@ void CollectiveEngine::send_chunk(uint64_t flow, Instance& inst, const Phase& ph
     double& free = inst.channel_free[t.channel];
     const double now = sc_core::sc_time_stamp().to_seconds();
     const double start = std::max(now, free);
-    const uint32_t lanes = to.channels > 0 ? to.channels : uint32_t(std::max(1, inst.choice.channels));
-    free = start + double(t.bytes) / inst.channel_rate + (chunk < lanes ? inst.channel_handshake_s : 0.0);
+    const double handshake = chunk < to.lanes(inst.choice.channels) ? inst.channel_handshake_s : 0.0;
+    free = start + double(t.bytes) / inst.channel_rate + handshake;
     if (start > now) {
       peq_.notify(*gp, INJECT, sc_time(start - now, sc_core::SC_SEC));
       return;

@@ -4,6 +4,7 @@
 // ScheduleBuilder; the collective engine runs any of them the same way.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -25,6 +26,8 @@ struct Transfer {
   // Its channels: chunk j runs on first_channel + stride * (j mod channels); channels 0:
   // all of the call's (chunk j on channel j mod C).
   uint16_t first_channel = 0, stride = 1, channels = 0;
+  // The channels it runs on, on a call of `call_channels`.
+  uint32_t lanes(int call_channels) const { return channels > 0 ? channels : uint32_t(std::max(1, call_channels)); }
   double rate_cap = 0;       // steady state: its channels' payload bytes/s (0: no limit)
 };
 

@@ -16,6 +16,8 @@ constexpr CollectiveAlgorithm kAlgorithms[] = {
     CollectiveAlgorithm::Nvls, CollectiveAlgorithm::CollNet};
 constexpr CollectiveProtocol kProtocols[] = {CollectiveProtocol::Simple, CollectiveProtocol::LL,
                                              CollectiveProtocol::LL128};
+// LL128's payload per byte on the wire: 120 data bytes and 8 flag bytes per 128-byte line.
+constexpr double kLl128Payload = 120.0 / 128.0;
 bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
 int log2i(int n) {
   int l = 0;
@@ -532,7 +534,7 @@ double Tuner::wire_factor(CollectiveAlgorithm a, CollectiveProtocol p, uint64_t 
     return base * (full / (full + h)) * ((chunk + h) / chunk);
   }
   if (p == CollectiveProtocol::LL) return 2.0;  // 4 data + 4 flag bytes per 8-byte line
-  if (p == CollectiveProtocol::LL128) return 128.0 / 120.0;  // 8 flag bytes per 128-byte line
+  if (p == CollectiveProtocol::LL128) return 1.0 / kLl128Payload;
   return 1.0;
 }
 
@@ -586,16 +588,15 @@ int Tuner::channels(CollectiveAlgorithm a, CollectiveProtocol p, uint64_t bytes,
 }
 
 double Tuner::channel_rate(CollectiveProtocol p) const {
-  if (p == CollectiveProtocol::LL && fabric_.ll_max_bandwidth > 0)
-    return fabric_.ll_max_bandwidth / std::max(1, config_.max_channels);
-  if (p == CollectiveProtocol::LL128 && fabric_.ll128_max_bandwidth > 0)
-    return fabric_.ll128_max_bandwidth / std::max(1, config_.max_channels);
-  if (p == CollectiveProtocol::LL128 && fabric_.gpu_bandwidth > 0)
-    return fabric_.gpu_bandwidth * 120.0 / 128.0 / std::max(1, config_.max_channels);
+  // The GPU's rate for the protocol, shared equally by the channels.
+  double gpu = 0;
+  if (p == CollectiveProtocol::LL) gpu = fabric_.ll_max_bandwidth;
+  // LL128: the measured rate, else its payload's share of the links.
+  if (p == CollectiveProtocol::LL128)
+    gpu = fabric_.ll128_max_bandwidth > 0 ? fabric_.ll128_max_bandwidth : fabric_.gpu_bandwidth * kLl128Payload;
   // A Simple channel that reads from its peer moves its share of the links, after each step's flag.
-  if (p == CollectiveProtocol::Simple && fabric_.simple_reads_peer && fabric_.gpu_bandwidth > 0)
-    return fabric_.gpu_bandwidth / std::max(1, config_.max_channels);
-  return 0;
+  if (p == CollectiveProtocol::Simple && fabric_.simple_reads_peer) gpu = fabric_.gpu_bandwidth;
+  return gpu / std::max(1, config_.max_channels);
 }
 
 uint64_t Tuner::ring_chunk(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s, int channels) const {
@@ -662,7 +663,7 @@ double Tuner::nccl_tree_penalty(CollectiveProtocol p, const CommunicatorShape& s
   // across nodes (the ring's LL128 at 0.92).
   switch (p) {
     case CollectiveProtocol::LL: return (1.0 / 4.0) / (0.92 / 3.8);
-    case CollectiveProtocol::LL128: return 1.0 / (s.network_nodes > 1 ? 120.0 / 128.0 : 7.0 / 9.0);
+    case CollectiveProtocol::LL128: return 1.0 / (s.network_nodes > 1 ? kLl128Payload : 7.0 / 9.0);
     default: return 1.0 / 0.92;
   }
 }
