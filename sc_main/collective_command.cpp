@@ -80,6 +80,17 @@ models::CommunicatorShape world_shape(const platforms::PlatformConfig& platform,
   return models::communicator_shape(ranks, g, engine.dimensions, platform.node.gpus);
 }
 
+// A barrier of every rank (the world communicator, slot 0) on the sweep's stream.
+workloads::Op barrier_op(workloads::Job& job) {
+  workloads::Op op;
+  op.kind = workloads::OpKind::Collective;
+  op.collective = workloads::CollectiveKind::Barrier;
+  op.stream = 0;
+  op.slot = 0;
+  op.name = job.intern("barrier");
+  return op;
+}
+
 }  // namespace
 
 std::vector<uint64_t> sweep_sizes(uint64_t min_bytes, uint64_t max_bytes, double factor) {
@@ -102,11 +113,18 @@ std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const
   for (int r = 0; r < n; ++r) world.ranks.push_back(r);
   job.communicators.push_back(world);
   job.stream_names.push_back("comm");
-  // Op 2i sends size i to the next rank (peer slot 0), op 2i + 1 receives it from the previous
-  // one (slot 1) on the same stream: a send completes once its data has left, so the receive
-  // runs while the send is on the wire. Collectives: op i.
+  // Each size starts after a barrier of all ranks, as nccl-tests' BenchTime does (Barrier before
+  // its timed loop): without it a rank that finished the last size early (a leaf of a tree
+  // across nodes) starts this one while the others still run that, and each size is timed on
+  // the skew the sizes before it left. Then, for sendrecv, one op sends the size to the next rank
+  // (peer slot 0) and the next receives it from the previous one (slot 1) on the same stream: a
+  // send completes once its data has left, so the receive runs while the send is on the wire;
+  // for a collective, one op. first[i]: the first op of size i.
   auto program = std::make_shared<workloads::Program>();
+  std::vector<size_t> first(sizes.size());
   for (size_t i = 0; i < sizes.size(); ++i) {
+    if (i > 0) program->ops.push_back(barrier_op(job));
+    first[i] = program->ops.size();
     workloads::Op op;
     op.message_bytes = sizes[i];
     op.stream = 0;
@@ -156,12 +174,12 @@ std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const
     row.size_bytes = sizes[i];
     row.count = sizes[i] / 4;
     // A call's time: the longest any rank spends from its first op's start to its last op's end.
-    const size_t first = sendrecv ? 2 * i : i, last = sendrecv ? 2 * i + 1 : i;
+    const size_t begin = first[i], last = sendrecv ? begin + 1 : begin;
     double longest = 0;
     for (const RankResult& rank : result.ranks) {
       sc_core::sc_time start = sc_core::SC_ZERO_TIME, end = sc_core::SC_ZERO_TIME;
       for (const models::OpSpan& span : rank.spans) {
-        if (span.op == first) start = span.start;
+        if (span.op == begin) start = span.start;
         if (span.op == last) end = span.end;
       }
       if (end > start) longest = std::max(longest, (end - start).to_seconds());

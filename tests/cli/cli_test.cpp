@@ -338,6 +338,25 @@ TEST(CliCollective, PrintsTheNcclTestsTableWithBusBandwidth) {
   EXPECT_EQ(tessera("collective --platform dgx-h100 --op allreduce -b 1M -e 4M").out, r.out);
 }
 
+TEST(CliCollective, EachSizeStartsAfterABarrierAsInNcclTests) {
+  // Across four DGX H100 nodes the double binary tree's leaves finish a call before its inner
+  // nodes (they carry half of an inner node's network bytes). nccl-tests times each size after
+  // a barrier; a sweep that let the leaves start the next size early timed 8 GiB 50% slower
+  // than alone (the skew of the sizes before it, and the next size's traffic slowing the last).
+  const std::string args = "collective --platform dgx-h100 --nodes 4 --fidelity flow ";
+  const Result sweep = tessera(args + "-b 1G -e 8G");
+  const Result alone = tessera(args + "-b 8G -e 8G");
+  const Result first = tessera(args + "-b 1G -e 1G");
+  ASSERT_EQ(sweep.status, 0) << sweep.err;
+  const std::vector<TableRow> rows = table_rows(sweep.out), one = table_rows(alone.out), head = table_rows(first.out);
+  ASSERT_EQ(rows.size(), 4u) << sweep.out;
+  ASSERT_EQ(one.size(), 1u) << alone.out;
+  ASSERT_EQ(head.size(), 1u) << first.out;
+  EXPECT_NE(rows.back().label.find("hierarchical"), std::string::npos) << sweep.out;
+  EXPECT_NEAR(rows.back().time, one[0].time, 1e-3 * one[0].time) << sweep.out << alone.out;
+  EXPECT_NEAR(rows.front().time, head[0].time, 1e-3 * head[0].time) << sweep.out << first.out;
+}
+
 TEST(CliCollective, ForcedAlgorithmAndProtocolAreUsed) {
   const Result r = tessera("collective --platform dgx-h100 -b 64M -e 64M --algorithm ring --protocol ll128");
   ASSERT_EQ(r.status, 0) << r.err;
