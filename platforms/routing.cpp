@@ -348,11 +348,18 @@ const Routing::KeyColumn& Routing::column(uint32_t k) const {
   };
   distances(g, n.key_switches[k], [&](uint32_t d) { return d >= gws; }, n.dist, n.frontier);
   c.switches.assign(devices - gws, PortLists::kNone);
+  const Network& net = topology_.network;
+  const bool torus = !net.torus_dims.empty() && n.key_switches[k].size() == 1;
   for (uint32_t x = gws; x < devices; ++x) {
     if (n.dist[x] == 0 || n.dist[x] == kFar) continue;
+    // A torus routes in dimension order: of the shortest next hops, those in the first
+    // dimension where this switch and the key's differ (no cycle of turns between dimensions;
+    // each ring's own cycle is broken by bubble flow control, EgressPort::set_ring_inputs).
+    const int dimension = torus ? net.first_differing_dimension(x - gws, n.key_switches[k][0] - gws) : -1;
     n.choices.clear();
     for (uint32_t i = g.begin[x]; i < g.begin[x + 1]; ++i) {
       const uint32_t w = g.peer[i];
+      if (dimension >= 0 && (w < gws || net.first_differing_dimension(x - gws, w - gws) != dimension)) continue;
       if (w >= gws && n.dist[w] != kFar && n.dist[w] + g.cost[i] == n.dist[x])
         n.choices.emplace_back(static_cast<uint16_t>(i - g.begin[x]), g.bandwidth[i]);
     }

@@ -309,6 +309,7 @@ class NetworkBuilder {
 
   void torus() {
     const std::vector<int>& dims = c_.network.torus_dims;
+    net_.torus_dims = dims;
     uint32_t count = 1;
     for (int d : dims) count *= static_cast<uint32_t>(d);
     if (count != static_cast<uint32_t>(c_.nodes))
@@ -434,6 +435,15 @@ protocol::LinkTiming nic_link_timing(const PlatformConfig& c) {
   t.packet_overhead_bytes = c.node.nics.header_bytes;
   t.max_packet_payload_bytes = c.node.nics.mtu_bytes;
   return t;
+}
+
+int Network::first_differing_dimension(uint32_t a, uint32_t b) const {
+  for (size_t d = 0; d < torus_dims.size(); ++d) {
+    const uint32_t size = static_cast<uint32_t>(torus_dims[d]);
+    if (a % size != b % size) return static_cast<int>(d);
+    a /= size, b /= size;
+  }
+  return -1;
 }
 
 PlatformGraph generate_topology(const PlatformConfig& config) {

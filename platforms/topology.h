@@ -75,7 +75,12 @@ struct NodeTemplate {
 struct Network {
   Graph graph;
   uint32_t gateways = 0;  // devices 0..gateways-1
+  // A torus: its dimensions; switch s (device gateways + s) sits at coordinates s mod dims[0],
+  // (s / dims[0]) mod dims[1], ... Empty for every other topology.
+  std::vector<int> torus_dims;
   uint32_t switches() const { return static_cast<uint32_t>(graph.devices.size()) - gateways; }
+  // Torus: the dimension in which switches a and b (switch indices) differ first, -1 if equal.
+  int first_differing_dimension(uint32_t a, uint32_t b) const;
 };
 
 struct PlatformGraph {

@@ -19,6 +19,7 @@
 #include "models/collectives/tuner.h"
 #include "models/gpu/program_graph.h"
 #include "models/rtl/contract.h"
+#include "sc_main/input_error.h"
 #include "sc_main/output_file.h"
 #include "sc_main/progress_line.h"
 #include "sc_main/symmetric_run.h"
@@ -150,8 +151,13 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
   models::CollectiveEngineConfig collectives = options.collectives;
   collectives.chunk_bytes = options.chunk_bytes;
   check_collective_choices(job);
-  platforms::Platform& platform = *new platforms::Platform("platform", config, job, pool, collectives,
-                                                                  options.fidelity, options.topology);
+  platforms::Platform* built = nullptr;
+  try {
+    built = new platforms::Platform("platform", config, job, pool, collectives, options.fidelity, options.topology);
+  } catch (const platforms::PlatformError& e) {  // what the run's options ask of the platform
+    throw InputError((config.source.empty() ? config.name : config.source) + ": " + e.key() + ": " + e.what());
+  }
+  platforms::Platform& platform = *built;
 
   // Symmetry: replica groups' GPUs replay their representatives' communication.
   workloads::Replicas replicas;

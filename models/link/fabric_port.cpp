@@ -120,10 +120,33 @@ unsigned EgressPort::round_robin_choice() const {
   return input;
 }
 
+void EgressPort::set_ring_inputs(std::vector<bool> continuing) {
+  if (downstream_ == nullptr || downstream_->capacity() < 2)
+    throw std::logic_error(std::string(name()) + ": bubble flow control needs a far end of two chunks or more");
+  continuing.resize(queues_.size(), false);
+  continuing_ = std::move(continuing);
+  credit_watch_ = std::make_unique<CreditWatch>();
+  downstream_->set_credit_listener(credit_watch_.get());
+  protocol::spawn_method(suffixed(name(), "_credits").c_str(), &credit_watch_->returned, [this] {
+    if (state_ == State::Idle) try_send();
+  });
+}
+
+unsigned EgressPort::ring_choice() const {
+  const unsigned n = static_cast<unsigned>(queues_.size());
+  const unsigned free = credits();
+  unsigned input = next_input_;
+  for (unsigned k = 0; k < n; ++k, input = (input + 1) == n ? 0 : input + 1)
+    if (!queues_[input].empty() && free >= (continuing_[input] ? 1u : 2u)) return input;
+  return n;
+}
+
 void EgressPort::try_send() {
   if (controller_ != nullptr) return controller_->port_changed();
   if (queued_ == 0) return;
-  start(round_robin_choice());
+  if (continuing_.empty()) return start(round_robin_choice());
+  const unsigned input = ring_choice();
+  if (input < queues_.size()) start(input);  // else a returning credit wakes the port
 }
 
 void EgressPort::grant(unsigned input) {

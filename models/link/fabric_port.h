@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <systemc>
@@ -144,6 +145,14 @@ class EgressPort : private tlm::tlm_bw_transport_if<> {
   unsigned inputs() const { return static_cast<unsigned>(queues_.size()); }
   const char* name() const { return socket.name(); }
 
+  // Bubble flow control (a torus ring's link; call after set_downstream, while elaborating): a
+  // chunk from an input with `continuing[input]` set travels on along the port's ring and needs
+  // one free slot at the far end; a chunk from any other input enters the ring and needs two,
+  // so a ring never fills its last free slot with entering chunks and cannot deadlock on its
+  // own cycle (Carrion et al., "A flow control mechanism to avoid message deadlock in k-ary
+  // n-cube networks", HiPC 1997). The round-robin passes over inputs that may not go yet. An
+  // external controller (set_controller) arbitrates without it.
+  void set_ring_inputs(std::vector<bool> continuing);
   // Arbitration by a controller instead of the port's round-robin (null: the port's own).
   void set_controller(PortController* controller) { controller_ = controller; }
   void set_observer(GrantObserver* observer) { observer_ = observer; }
@@ -168,6 +177,8 @@ class EgressPort : private tlm::tlm_bw_transport_if<> {
   enum class State { Idle, AwaitingAccept, Serializing };
 
   void try_send();
+  // Round-robin among inputs whose chunk bubble flow control lets go now; inputs() if none.
+  unsigned ring_choice() const;
   void start(unsigned input);
   void accepted();
   void serialization_done();
@@ -182,6 +193,12 @@ class EgressPort : private tlm::tlm_bw_transport_if<> {
   sc_core::sc_time hop_latency_;
   sc_core::sc_time chunk_overhead_;
   std::vector<RingQueue<Waiting>> queues_;
+  std::vector<bool> continuing_;     // bubble flow control: empty where it does not apply
+  struct CreditWatch : PortController {
+    sc_core::sc_event returned;
+    void port_changed() override { returned.notify(sc_core::SC_ZERO_TIME); }
+  };
+  std::unique_ptr<CreditWatch> credit_watch_;  // wakes a port waiting for room at the far end
   size_t queued_ = 0;
   unsigned next_input_ = 0;
   State state_ = State::Idle;

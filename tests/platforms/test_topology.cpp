@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -217,6 +218,56 @@ TEST(Routes, EveryGpuPairEndsAtItsDestination) {
   expect_every_route_ends_at_its_destination(
       load_platform(std::string(TESSERA_BAD_PLATFORMS) + "/../good/two-leaf-links.yaml"));
   expect_every_route_ends_at_its_destination(single_gpu_nodes(16, Topology::FatTree, 4, 1.0, 3));
+}
+
+// The coordinates of a torus switch ("torus(1,3,0)"); empty for any other device.
+std::vector<int> torus_coordinates(const std::string& name) {
+  std::vector<int> c;
+  if (name.rfind("torus(", 0) != 0) return c;
+  std::istringstream in(name.substr(6));
+  int v = 0;
+  char separator = 0;
+  while (in >> v >> separator) c.push_back(v);
+  return c;
+}
+
+TEST(Routes, ATorusRoutesInDimensionOrderOnShortestPaths) {
+  // Dimension-order routing: the switches a chunk crosses change one coordinate at a time, the
+  // first dimension first (no cycle of turns between dimensions, the deadlock of shortest-path
+  // ECMP on a torus); each ring the short way round (both ways where they tie).
+  for (const char* dims : {"[4,4,4]", "[3,5]", "[2,4,3]"}) {
+    int nodes = 1;
+    for (const char c : std::string(dims))
+      if (c >= '0' && c <= '9') nodes *= c - '0';
+    const PlatformConfig c = load_platform("torus-3d", {"nodes=" + std::to_string(nodes), std::string("network.torus_dims=") + dims});
+    const PlatformGraph g = generate_topology(c);
+    const Routing routing(g);
+    const std::vector<int>& size = c.network.torus_dims;
+    for (uint32_t s : {0u, g.node.gpus * uint32_t(nodes / 2) + 3})
+      for (uint32_t node = 0; node < uint32_t(nodes); ++node)
+        for (uint32_t chunk = 0; chunk < 4; ++chunk) {
+          const uint32_t d = node * g.node.gpus + (chunk % g.node.gpus);
+          if (d / g.node.gpus == s / g.node.gpus) continue;
+          std::vector<std::vector<int>> path;
+          for (const Hop& h : route(g, routing, s, d, chunk))
+            if (!torus_coordinates(h.to).empty()) path.push_back(torus_coordinates(h.to));
+          ASSERT_GE(path.size(), 2u) << dims << " " << s << " -> " << d;
+          int distance = 0, last_dimension = -1;
+          for (size_t k = 0; k < size.size(); ++k) {
+            const int delta = std::abs(path.front()[k] - path.back()[k]);
+            distance += std::min(delta, size[k] - delta);
+          }
+          for (size_t i = 1; i < path.size(); ++i) {
+            int changed = -1, count = 0;
+            for (size_t k = 0; k < size.size(); ++k)
+              if (path[i][k] != path[i - 1][k]) changed = int(k), ++count;
+            ASSERT_EQ(count, 1) << dims << " " << s << " -> " << d;
+            EXPECT_GE(changed, last_dimension) << dims << " " << s << " -> " << d << " chunk " << chunk;
+            last_dimension = changed;
+          }
+          EXPECT_EQ(int(path.size()) - 1, distance) << dims << " " << s << " -> " << d;
+        }
+  }
 }
 
 TEST(Routes, IntraNodeRoutesOnNvlinkPlatformsNeverUsePcie) {
