@@ -299,35 +299,52 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
     connect(net_egress(l.b, l.b_port), net_ingress(l.a, l.a_port),
             net.graph.devices[l.b].name + ".up" + std::to_string(l.b_port), l.timing, l.kind);
   }
-  if (!net.torus_dims.empty()) ring_flow_control(chunk);
+  deadlock_free_buffers(chunk);
   if (config_.uses_rtl()) attach_rtl(chunk);
 }
 
-void Platform::ring_flow_control(uint64_t chunk_bytes) {
+void Platform::deadlock_free_buffers(uint64_t chunk_bytes) {
+  const Network& net = routed_->graph.network;
+  const bool torus = !net.torus_dims.empty();
+  if (!torus && net.dragonfly_routers_per_group == 0) return;
   const uint64_t buffer = config_.network.switch_buffer_bytes;
   if (buffer / chunk_bytes < 2)
     throw PlatformError("network.switch_buffer_bytes",
                         std::to_string(buffer) + " bytes hold fewer than two chunks of " + std::to_string(chunk_bytes) +
-                            " bytes (--chunk-kib); a torus needs two per switch port (bubble flow control on its rings)");
-  const Network& net = routed_->graph.network;
+                            " bytes (--chunk-kib); a " + (torus ? "torus" : "dragonfly") +
+                            " keeps one of each switch port's slots for the chunks that break a cycle of buffers");
   const Graph& g = net.graph;
   const size_t first = size_t(routed_->graph.nodes) * node_crossbars_;
-  auto dimension = [&](uint32_t x, uint32_t w) {  // of the link x-w between switches, else -1
+  auto dimension = [&](uint32_t x, uint32_t w) {  // of the torus link x-w, else -1
     return w < net.gateways ? -1 : net.first_differing_dimension(x - net.gateways, w - net.gateways);
   };
+  auto group = [&](uint32_t x) { return (x - net.gateways) / net.dragonfly_routers_per_group; };
   for (uint32_t x = net.gateways; x < g.devices.size(); ++x) {
     models::Crossbar& sw = *switches_[first + x - net.gateways];
     for (uint32_t out = 0; out < g.ports(x); ++out) {
       const uint32_t to = g.neighbor(x, out);
-      const int d = dimension(x, to);
-      if (d < 0 || net.torus_dims[size_t(d)] < 3) continue;  // a ring of two is one link: no cycle
-      // A chunk goes on along the ring when it came in from the ring's switch on the other side.
-      std::vector<bool> continuing(g.ports(x), false);
-      for (uint32_t in = 0; in < g.ports(x); ++in) {
-        const uint32_t from = g.neighbor(x, in);
-        continuing[in] = from != to && dimension(x, from) == d;
+      if (to < net.gateways) continue;  // to a NIC: chunks leave the network there
+      std::vector<bool> may_take_last(g.ports(x), false);
+      if (torus) {
+        // Bubble flow control on each ring of three switches or more (a ring of two is one
+        // link: no cycle): a chunk that goes on along the ring, in from the ring's switch on
+        // the other side, may take the last slot.
+        const int d = dimension(x, to);
+        if (d < 0 || net.torus_dims[size_t(d)] < 3) continue;
+        for (uint32_t in = 0; in < g.ports(x); ++in) {
+          const uint32_t from = g.neighbor(x, in);
+          may_take_last[in] = from != to && dimension(x, from) == d;
+        }
+      } else {
+        // A dragonfly's local link: the last slot is for chunks that came over a global link
+        // (they leave the network at the next router).
+        if (group(to) != group(x)) continue;
+        for (uint32_t in = 0; in < g.ports(x); ++in) {
+          const uint32_t from = g.neighbor(x, in);
+          may_take_last[in] = from >= net.gateways && group(from) != group(x);
+        }
       }
-      sw.egress(out).set_ring_inputs(std::move(continuing));
+      sw.egress(out).reserve_last_slot(std::move(may_take_last));
     }
   }
 }

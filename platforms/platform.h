@@ -79,10 +79,11 @@ class Platform : public sc_core::sc_module {
                const protocol::LinkTiming& timing, LinkKind kind);
   // Puts the RTL blocks the config names at their ports (after the links are bound).
   void attach_rtl(uint64_t chunk_bytes);
-  // A torus: bubble flow control on the links of every ring of three switches or more (after
-  // the links are bound; EgressPort::set_ring_inputs). Throws PlatformError where a switch
-  // port's buffer holds fewer than two chunks.
-  void ring_flow_control(uint64_t chunk_bytes);
+  // A torus or dragonfly: one slot of each switch port's buffer kept for the chunks that break
+  // a cycle of full buffers (EgressPort::reserve_last_slot; their routes: RouteRule in
+  // routing.cpp), after the links are bound. Throws PlatformError where a port's buffer holds
+  // fewer than two chunks.
+  void deadlock_free_buffers(uint64_t chunk_bytes);
 
   PlatformConfig config_;
   Fidelity fidelity_;

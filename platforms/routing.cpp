@@ -65,6 +65,41 @@ struct Adjacency {
   std::vector<double> bandwidth;
 };
 
+// The hops a network switch may take toward the switch of a destination where shortest paths
+// could close a cycle of full buffers (the reserved slots of Platform::deadlock_free_buffers
+// break what is left):
+//  - a torus routes in dimension order: hops along the first dimension in which the switch and
+//    the destination's differ (no cycle of turns between dimensions);
+//  - a dragonfly routes local, global, local (Kim et al., ISCA 2008): in the destination's
+//    group straight to its router; elsewhere over a global link into that group where the
+//    router has one, else to a router of its own group that has one (never two global links,
+//    which a shortest path may take through a third group).
+// Any other network takes every shortest hop. Devices are the network graph's.
+struct RouteRule {
+  const Network& net;
+  const Adjacency& g;
+  bool any() const { return !net.torus_dims.empty() || net.dragonfly_routers_per_group > 0; }
+  uint32_t group(uint32_t sw) const { return (sw - net.gateways) / net.dragonfly_routers_per_group; }
+  bool reaches_group(uint32_t sw, uint32_t to) const {
+    for (uint32_t p = 0; p < g.ports(sw); ++p) {
+      const uint32_t w = g.neighbor(sw, p);
+      if (w >= net.gateways && group(w) == to) return true;
+    }
+    return false;
+  }
+  bool allows(uint32_t x, uint32_t w, uint32_t target) const {
+    const uint32_t gws = net.gateways;
+    if (w < gws) return false;
+    if (!net.torus_dims.empty())
+      return net.first_differing_dimension(x - gws, w - gws) == net.first_differing_dimension(x - gws, target - gws);
+    if (net.dragonfly_routers_per_group == 0) return true;
+    const uint32_t home = group(x), there = group(target);
+    if (home == there) return w == target;
+    if (reaches_group(x, there)) return group(w) == there;
+    return group(w) == home && reaches_group(w, there);
+  }
+};
+
 // Least-cost distances from `sources`; `transit(d)` says whether paths may pass through
 // device d (sources always expand). Hop costs are small integers, so the frontier is a bucket
 // per distance (Dial's algorithm) rather than a heap.
@@ -348,21 +383,21 @@ const Routing::KeyColumn& Routing::column(uint32_t k) const {
   };
   distances(g, n.key_switches[k], [&](uint32_t d) { return d >= gws; }, n.dist, n.frontier);
   c.switches.assign(devices - gws, PortLists::kNone);
-  const Network& net = topology_.network;
-  const bool torus = !net.torus_dims.empty() && n.key_switches[k].size() == 1;
+  // Of the hops the network's rule allows (all, on most networks), the shortest.
+  const RouteRule rule{topology_.network, g};
+  const bool ruled = rule.any() && n.key_switches[k].size() == 1;
+  auto allowed = [&](uint32_t x, uint32_t w) {
+    return w >= gws && n.dist[w] != kFar && (!ruled || rule.allows(x, w, n.key_switches[k][0]));
+  };
   for (uint32_t x = gws; x < devices; ++x) {
     if (n.dist[x] == 0 || n.dist[x] == kFar) continue;
-    // A torus routes in dimension order: of the shortest next hops, those in the first
-    // dimension where this switch and the key's differ (no cycle of turns between dimensions;
-    // each ring's own cycle is broken by bubble flow control, EgressPort::set_ring_inputs).
-    const int dimension = torus ? net.first_differing_dimension(x - gws, n.key_switches[k][0] - gws) : -1;
+    uint32_t best = kFar;
+    for (uint32_t i = g.begin[x]; i < g.begin[x + 1]; ++i)
+      if (allowed(x, g.peer[i])) best = std::min(best, n.dist[g.peer[i]] + g.cost[i]);
     n.choices.clear();
-    for (uint32_t i = g.begin[x]; i < g.begin[x + 1]; ++i) {
-      const uint32_t w = g.peer[i];
-      if (dimension >= 0 && (w < gws || net.first_differing_dimension(x - gws, w - gws) != dimension)) continue;
-      if (w >= gws && n.dist[w] != kFar && n.dist[w] + g.cost[i] == n.dist[x])
+    for (uint32_t i = g.begin[x]; i < g.begin[x + 1]; ++i)
+      if (allowed(x, g.peer[i]) && n.dist[g.peer[i]] + g.cost[i] == best)
         n.choices.emplace_back(static_cast<uint16_t>(i - g.begin[x]), g.bandwidth[i]);
-    }
     weighted(n.choices, n.list);
     c.switches[x - gws] = add_list(x);
   }

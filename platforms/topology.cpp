@@ -351,6 +351,7 @@ class NetworkBuilder {
       throw PlatformError("network.dragonfly_global_links_per_router",
                           "each group needs at least " + str(groups - 1) + " global links, has " + str(a * h));
     const uint32_t nodes_per_router = static_cast<uint32_t>(c_.nodes) / routers;
+    net_.dragonfly_routers_per_group = a;
     std::vector<uint32_t> r(routers);
     for (uint32_t i = 0; i < routers; ++i) {
       r[i] = add_switch("group" + str(i / a) + ".router" + str(i % a));

@@ -78,6 +78,8 @@ struct Network {
   // A torus: its dimensions; switch s (device gateways + s) sits at coordinates s mod dims[0],
   // (s / dims[0]) mod dims[1], ... Empty for every other topology.
   std::vector<int> torus_dims;
+  // A dragonfly: routers per group; switch s is router s mod a of group s / a. 0 otherwise.
+  uint32_t dragonfly_routers_per_group = 0;
   uint32_t switches() const { return static_cast<uint32_t>(graph.devices.size()) - gateways; }
   // Torus: the dimension in which switches a and b (switch indices) differ first, -1 if equal.
   int first_differing_dimension(uint32_t a, uint32_t b) const;

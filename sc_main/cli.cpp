@@ -657,6 +657,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   } catch (const InputError& e) {
     err << "tessera: error: " << e.what() << "\n";
     return kBadInput;
+  } catch (const CannotFinish& e) {
+    err << "tessera: error: " << e.what() << "\n";
+    return kDeadlock;
   } catch (const SymmetryBroken& e) {
     err << "tessera: note: the replicas drifted apart (" << e.what() << "); simulating every GPU\n";
     return kRerunWithoutSymmetry;

@@ -156,7 +156,7 @@ std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const
   options.trace = true;                 // op spans
   options.trace_bucket_us = 1e9;        // no link counters worth speaking of
   const SimulationResult result = simulate(platform, job, options);
-  if (result.deadlocked) throw std::runtime_error(describe_deadlock(result));
+  if (result.deadlocked) throw CannotFinish(describe_deadlock(result));
   if (simulation != nullptr) *simulation = result;
 
   // The tuner's choice for each size, as the engines make it (CollectiveEngine::choice): the

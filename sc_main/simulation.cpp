@@ -317,6 +317,9 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
       }
     }
   }
+  if (result.deadlocked)
+    for (const auto& device : platform.switches())
+      for (unsigned p = 0; p < device->ports(); ++p) result.chunks_held_in_switches += device->ingress(p).occupied();
   per_iteration(result, options.iterations);
   result.wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
@@ -376,6 +379,10 @@ std::string describe_deadlock(const SimulationResult& result) {
   constexpr size_t kShown = 8;
   std::ostringstream out;
   out << "the program cannot finish:";
+  if (result.chunks_held_in_switches > 0)
+    out << " the fabric deadlocked, " << result.chunks_held_in_switches
+        << " chunks held in switch buffers that wait for room in each other (routes with a cycle of"
+           " buffers; docs/platforms.md, \"Deadlock-free routes\");";
   for (size_t k = 0; k < std::min(result.stuck.size(), kShown); ++k) {
     const StuckOp& s = result.stuck[k];
     out << " rank " << s.rank << " is stuck at op " << s.op << " '" << s.name << "' (" << s.what;

@@ -95,6 +95,9 @@ struct SimulationResult {
   std::vector<LinkResult> links;
   bool deadlocked = false;
   std::vector<StuckOp> stuck;
+  // Packet fidelity, a run that cannot finish: chunks left in switch buffers, each waiting for
+  // room in the next (a cycle of full buffers: routes that can deadlock).
+  uint64_t chunks_held_in_switches = 0;
   uint64_t transactions = 0;   // fabric hop transactions (one chunk across one link; in flow
                                // fidelity one flow across one link)
   uint64_t flows = 0;          // flow fidelity: flows started
@@ -126,6 +129,12 @@ struct SimulationResult {
 // A run with symmetry in which a replaying GPU's communication completed at another time than
 // its representative's (an asymmetric fabric, or placement): its result would not be the full
 // run's, so it stops; the same run without symmetry is the answer.
+// A run that cannot finish, where a command stops on it (exit status 3, kDeadlock); the text
+// is describe_deadlock's.
+struct CannotFinish : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 struct SymmetryBroken : std::runtime_error {
   using std::runtime_error::runtime_error;
 };

@@ -120,11 +120,11 @@ unsigned EgressPort::round_robin_choice() const {
   return input;
 }
 
-void EgressPort::set_ring_inputs(std::vector<bool> continuing) {
+void EgressPort::reserve_last_slot(std::vector<bool> may_take_last) {
   if (downstream_ == nullptr || downstream_->capacity() < 2)
-    throw std::logic_error(std::string(name()) + ": bubble flow control needs a far end of two chunks or more");
-  continuing.resize(queues_.size(), false);
-  continuing_ = std::move(continuing);
+    throw std::logic_error(std::string(name()) + ": a reserved slot needs a far end of two chunks or more");
+  may_take_last.resize(queues_.size(), false);
+  may_take_last_ = std::move(may_take_last);
   credit_watch_ = std::make_unique<CreditWatch>();
   downstream_->set_credit_listener(credit_watch_.get());
   protocol::spawn_method(suffixed(name(), "_credits").c_str(), &credit_watch_->returned, [this] {
@@ -132,20 +132,20 @@ void EgressPort::set_ring_inputs(std::vector<bool> continuing) {
   });
 }
 
-unsigned EgressPort::ring_choice() const {
+unsigned EgressPort::reserved_choice() const {
   const unsigned n = static_cast<unsigned>(queues_.size());
   const unsigned free = credits();
   unsigned input = next_input_;
   for (unsigned k = 0; k < n; ++k, input = (input + 1) == n ? 0 : input + 1)
-    if (!queues_[input].empty() && free >= (continuing_[input] ? 1u : 2u)) return input;
+    if (!queues_[input].empty() && free >= (may_take_last_[input] ? 1u : 2u)) return input;
   return n;
 }
 
 void EgressPort::try_send() {
   if (controller_ != nullptr) return controller_->port_changed();
   if (queued_ == 0) return;
-  if (continuing_.empty()) return start(round_robin_choice());
-  const unsigned input = ring_choice();
+  if (may_take_last_.empty()) return start(round_robin_choice());
+  const unsigned input = reserved_choice();
   if (input < queues_.size()) start(input);  // else a returning credit wakes the port
 }
 

@@ -145,14 +145,18 @@ class EgressPort : private tlm::tlm_bw_transport_if<> {
   unsigned inputs() const { return static_cast<unsigned>(queues_.size()); }
   const char* name() const { return socket.name(); }
 
-  // Bubble flow control (a torus ring's link; call after set_downstream, while elaborating): a
-  // chunk from an input with `continuing[input]` set travels on along the port's ring and needs
-  // one free slot at the far end; a chunk from any other input enters the ring and needs two,
-  // so a ring never fills its last free slot with entering chunks and cannot deadlock on its
-  // own cycle (Carrion et al., "A flow control mechanism to avoid message deadlock in k-ary
-  // n-cube networks", HiPC 1997). The round-robin passes over inputs that may not go yet. An
-  // external controller (set_controller) arbitrates without it.
-  void set_ring_inputs(std::vector<bool> continuing);
+  // The far end's last free slot kept for some inputs (call after set_downstream, while
+  // elaborating): a chunk from an input with `may_take_last[input]` set goes when the far end
+  // has one free slot, a chunk from any other input when it has two. A route that cannot
+  // deadlock on its own keeps the last slot for the chunks that break a cycle of buffers:
+  // bubble flow control on a torus ring, where the chunks that go on along the ring take it and
+  // those that enter the ring never fill it (Carrion et al., "A flow control mechanism to avoid
+  // message deadlock in k-ary n-cube networks", HiPC 1997); on a dragonfly's local links the
+  // chunks that came over a global link, as a second virtual channel would (Kim et al.,
+  // "Technology-driven, highly-scalable dragonfly topology", ISCA 2008). The round-robin passes
+  // over inputs that may not go yet. An external controller (set_controller) arbitrates
+  // without it.
+  void reserve_last_slot(std::vector<bool> may_take_last);
   // Arbitration by a controller instead of the port's round-robin (null: the port's own).
   void set_controller(PortController* controller) { controller_ = controller; }
   void set_observer(GrantObserver* observer) { observer_ = observer; }
@@ -177,8 +181,8 @@ class EgressPort : private tlm::tlm_bw_transport_if<> {
   enum class State { Idle, AwaitingAccept, Serializing };
 
   void try_send();
-  // Round-robin among inputs whose chunk bubble flow control lets go now; inputs() if none.
-  unsigned ring_choice() const;
+  // Round-robin among inputs whose chunk the reserved slot lets go now; inputs() if none.
+  unsigned reserved_choice() const;
   void start(unsigned input);
   void accepted();
   void serialization_done();
@@ -193,7 +197,7 @@ class EgressPort : private tlm::tlm_bw_transport_if<> {
   sc_core::sc_time hop_latency_;
   sc_core::sc_time chunk_overhead_;
   std::vector<RingQueue<Waiting>> queues_;
-  std::vector<bool> continuing_;     // bubble flow control: empty where it does not apply
+  std::vector<bool> may_take_last_;  // reserve_last_slot: empty where it does not apply
   struct CreditWatch : PortController {
     sc_core::sc_event returned;
     void port_changed() override { returned.notify(sc_core::SC_ZERO_TIME); }

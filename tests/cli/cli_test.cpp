@@ -357,25 +357,38 @@ TEST(CliCollective, EachSizeStartsAfterABarrierAsInNcclTests) {
   EXPECT_NEAR(rows.front().time, head[0].time, 1e-3 * head[0].time) << sweep.out << first.out;
 }
 
-TEST(CliCollective, ATorusNeverDeadlocksInPacketFidelity) {
-  // Shortest-path ECMP on a torus made cycles of full switch buffers: these runs stopped with
-  // "the program cannot finish". Dimension-order routing and bubble flow control on each ring
-  // (a chunk enters a ring only where two slots are free) make every run end.
-  for (const std::string args :
-       {"collective --platform torus-3d -b 64M -e 64M",
+TEST(CliCollective, ATorusOrDragonflyNeverDeadlocksInPacketFidelity) {
+  // Shortest-path ECMP on a torus or a dragonfly made cycles of full switch buffers: these runs
+  // stopped with "the program cannot finish". Dimension-order routing and bubble flow control
+  // on each ring of the torus (a chunk enters a ring only where two slots are free), and routes
+  // local-global-local with a slot of each local link kept for chunks that crossed their
+  // global link on the dragonfly, make every run end.
+  const std::string kDragonfly =
+      "collective --platform dgx-h100 --nodes 16 --set network.topology=dragonfly --set network.dragonfly_groups=4 "
+      "--set network.dragonfly_routers_per_group=2 --set network.dragonfly_global_links_per_router=2";
+  for (const std::string& args : std::vector<std::string>{
+           "collective --platform torus-3d -b 64M -e 64M",
         "collective --platform torus-3d --nodes 16 --set network.torus_dims=[4,4] --set network.switch_buffer_bytes=262144 "
         "--op alltoall -b 16M -e 16M",
         "collective --platform torus-3d --nodes 16 --set network.torus_dims=[4,4] --set network.switch_buffer_bytes=262144 "
-        "-b 64M -e 64M"}) {
+        "-b 64M -e 64M",
+        kDragonfly + " --op alltoall -b 16M -e 16M", kDragonfly + " -b 64M -e 64M"}) {
     const Result r = tessera(args);
     ASSERT_EQ(r.status, 0) << args << "\n" << r.err;
     const std::vector<TableRow> rows = table_rows(r.out);
     ASSERT_EQ(rows.size(), 1u) << r.out;
     EXPECT_GT(rows[0].busbw, 1.0) << args << "\n" << r.out;
   }
-  // Bubble flow control needs two chunks of room per switch port.
+  // The reserved slot needs two chunks of room per switch port.
   expect_bad_input("collective --platform torus-3d -b 1M -e 1M --set network.switch_buffer_bytes=200000",
                    "network.switch_buffer_bytes: 200000 bytes hold fewer than two chunks");
+  // A network whose routes can deadlock (links of the file's own) says so.
+  const Result ring = tessera("collective --platform " + std::string(TESSERA_SOURCE_DIR) +
+                              "/tests/platforms/good/ring-of-switches-links.yaml --op alltoall -b 64M -e 64M "
+                              "--set network.switch_buffer_bytes=262144");
+  EXPECT_EQ(ring.status, 3) << ring.err;
+  EXPECT_EQ(lines(ring.err), 1) << ring.err;
+  EXPECT_NE(ring.err.find("the fabric deadlocked"), std::string::npos) << ring.err;
 }
 
 TEST(CliCollective, ForcedAlgorithmAndProtocolAreUsed) {

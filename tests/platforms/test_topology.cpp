@@ -270,6 +270,35 @@ TEST(Routes, ATorusRoutesInDimensionOrderOnShortestPaths) {
   }
 }
 
+TEST(Routes, ADragonflyRoutesLocalGlobalLocal) {
+  // At most one local hop, one global link into the destination's group, one local hop there:
+  // never two global links through a third group, which a shortest path may take (here router
+  // 0 of group 0 has no global link into group 3 and reached it through group 1 or 2).
+  const PlatformConfig c =
+      load_platform("dgx-h100", {"nodes=16", "network.topology=dragonfly", "network.dragonfly_groups=4",
+                                 "network.dragonfly_routers_per_group=2", "network.dragonfly_global_links_per_router=2"});
+  const PlatformGraph g = generate_topology(c);
+  const Routing routing(g);
+  auto group = [](const std::string& name) { return name.rfind("group", 0) == 0 ? std::stoi(name.substr(5)) : -1; };
+  int two_routers = 0;
+  for (uint32_t s = 0; s < g.gpu_count(); s += 3)
+    for (uint32_t d = 0; d < g.gpu_count(); d += 5) {
+      if (s / g.node.gpus == d / g.node.gpus) continue;
+      std::vector<int> groups;  // of the routers crossed, in order
+      for (const Hop& h : route(g, routing, s, d, s + d))
+        if (group(h.to) >= 0) groups.push_back(group(h.to));
+      ASSERT_FALSE(groups.empty()) << s << " -> " << d;
+      int global = 0, local = 0;
+      for (size_t i = 1; i < groups.size(); ++i) (groups[i] != groups[i - 1] ? global : local) += 1;
+      EXPECT_LE(global, 1) << s << " -> " << d;
+      EXPECT_LE(int(groups.size()), 4) << s << " -> " << d;
+      EXPECT_EQ(groups.front() == groups.back() ? 0 : 1, global) << s << " -> " << d;
+      EXPECT_LE(local, 2) << s << " -> " << d;
+      two_routers += groups.size() >= 2;
+    }
+  EXPECT_GT(two_routers, 0);
+}
+
 TEST(Routes, IntraNodeRoutesOnNvlinkPlatformsNeverUsePcie) {
   for (const char* name : {"dgx-a100", "dgx-h100", "hgx-h200", "nvl-256"}) {
     const PlatformConfig c = load_platform(name, {"nodes=2"});
