@@ -111,6 +111,16 @@ int command_describe(const std::vector<std::string>& args, std::ostream& out) {
   out << "bisection bandwidth " << gbps(platforms::bisection_bandwidth(graph)) << " per direction ("
       << (config.nodes > 1 ? "first half of the nodes to the second" : "first half of the GPUs to the second")
       << ")\n";
+  if (config.nodes > 1) {
+    // How the network routes (docs/platforms.md, "Deadlock-free routes").
+    const platforms::Network& net = graph.network;
+    out << "routes across nodes: "
+        << (!net.torus_dims.empty() ? "dimension order (x, then y, then z), bubble flow control on each ring"
+            : net.dragonfly_routers_per_group > 0
+                ? "local, global, local (one global link), a local link's last slot kept for chunks past it"
+                : "every shortest path (ECMP)")
+        << "\n";
+  }
   describe_rtl(config, out);
 
   const std::vector<platforms::Hop> hops =

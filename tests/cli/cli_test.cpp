@@ -513,6 +513,13 @@ TEST(Cli, DescribeShowsModulesLinksBisectionAndAPath) {
   EXPECT_EQ(number_after(r.out, "  network "), 32 + 32);
   // Bisection: 2 nodes x 8 NICs x 25 GB/s.
   EXPECT_NE(r.out.find("bisection bandwidth 400.0 GB/s per direction"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("routes across nodes: every shortest path (ECMP)"), std::string::npos) << r.out;
+  // A torus says how it keeps its routes free of deadlock, and its path goes x, then y, then z.
+  const Result torus = tessera("describe --platform torus-3d");
+  ASSERT_EQ(torus.status, 0) << torus.err;
+  EXPECT_NE(torus.out.find("routes across nodes: dimension order"), std::string::npos) << torus.out;
+  EXPECT_NE(torus.out.find("torus(0,0,0) -> torus(3,0,0)"), std::string::npos) << torus.out;
+  EXPECT_NE(torus.out.find("torus(3,0,0) -> torus(3,3,0)"), std::string::npos) << torus.out;
   // The path from gpu0 to gpu31 leaves through PCIe and a NIC and crosses the rail; its
   // bottleneck is the 200 Gb/s NIC.
   EXPECT_NE(r.out.find("path gpu0 -> gpu31"), std::string::npos) << r.out;
