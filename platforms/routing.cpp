@@ -391,9 +391,12 @@ const Routing::KeyColumn& Routing::column(uint32_t k) const {
   };
   for (uint32_t x = gws; x < devices; ++x) {
     if (n.dist[x] == 0 || n.dist[x] == kFar) continue;
-    uint32_t best = kFar;
-    for (uint32_t i = g.begin[x]; i < g.begin[x + 1]; ++i)
-      if (allowed(x, g.peer[i])) best = std::min(best, n.dist[g.peer[i]] + g.cost[i]);
+    uint32_t best = n.dist[x];  // without a rule, a shortest hop reaches it
+    if (ruled) {
+      best = kFar;
+      for (uint32_t i = g.begin[x]; i < g.begin[x + 1]; ++i)
+        if (allowed(x, g.peer[i])) best = std::min(best, n.dist[g.peer[i]] + g.cost[i]);
+    }
     n.choices.clear();
     for (uint32_t i = g.begin[x]; i < g.begin[x + 1]; ++i)
       if (allowed(x, g.peer[i]) && n.dist[g.peer[i]] + g.cost[i] == best)
