@@ -318,7 +318,7 @@ void Platform::deadlock_free_buffers(uint64_t chunk_bytes) {
   auto dimension = [&](uint32_t x, uint32_t w) {  // of the torus link x-w, else -1
     return w < net.gateways ? -1 : net.first_differing_dimension(x - net.gateways, w - net.gateways);
   };
-  auto group = [&](uint32_t x) { return (x - net.gateways) / net.dragonfly_routers_per_group; };
+  auto group = [&](uint32_t x) { return net.dragonfly_group(x - net.gateways); };
   for (uint32_t x = net.gateways; x < g.devices.size(); ++x) {
     models::Crossbar& sw = *switches_[first + x - net.gateways];
     for (uint32_t out = 0; out < g.ports(x); ++out) {

@@ -79,7 +79,7 @@ struct RouteRule {
   const Network& net;
   const Adjacency& g;
   bool any() const { return !net.torus_dims.empty() || net.dragonfly_routers_per_group > 0; }
-  uint32_t group(uint32_t sw) const { return (sw - net.gateways) / net.dragonfly_routers_per_group; }
+  uint32_t group(uint32_t sw) const { return net.dragonfly_group(sw - net.gateways); }
   bool reaches_group(uint32_t sw, uint32_t to) const {
     for (uint32_t p = 0; p < g.ports(sw); ++p) {
       const uint32_t w = g.neighbor(sw, p);

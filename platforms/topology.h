@@ -83,6 +83,8 @@ struct Network {
   uint32_t switches() const { return static_cast<uint32_t>(graph.devices.size()) - gateways; }
   // Torus: the dimension in which switches a and b (switch indices) differ first, -1 if equal.
   int first_differing_dimension(uint32_t a, uint32_t b) const;
+  // Dragonfly: the group of switch s (a switch index).
+  uint32_t dragonfly_group(uint32_t s) const { return s / dragonfly_routers_per_group; }
 };
 
 struct PlatformGraph {

@@ -162,9 +162,13 @@ platforms::PlatformConfig build_platform(const PlatformSettings& s,
     auto topology = std::make_shared<const platforms::RoutedTopology>(p);
     if (routed != nullptr) *routed = std::move(topology);
   } catch (const platforms::PlatformError& e) {
-    throw InputError((p.source.empty() ? p.name : p.source) + ": " + e.key() + ": " + e.what());
+    throw platform_value_error(p, e);
   }
   return p;
+}
+
+InputError platform_value_error(const platforms::PlatformConfig& p, const platforms::PlatformError& e) {
+  return InputError((p.source.empty() ? p.name : p.source) + ": " + e.key() + ": " + e.what());
 }
 
 }  // namespace tessera::app

@@ -12,6 +12,7 @@
 
 #include "platforms/platform_config.h"
 #include "platforms/routing.h"
+#include "sc_main/input_error.h"
 
 namespace tessera::app {
 
@@ -45,6 +46,10 @@ void store_command_line(const std::vector<std::string>& args,
 bool parse_command_options(const std::vector<std::string>& args,
                            const boost::program_options::options_description& desc, std::ostream& out,
                            boost::program_options::variables_map& vm);
+
+// An error a platform's values cause once loaded (validation, topology, or what a run's options
+// ask of it): "FILE: KEY: message".
+InputError platform_value_error(const platforms::PlatformConfig& p, const platforms::PlatformError& e);
 
 // The platform with the command line's changes, validated, its topology generated and routed
 // once (so an unbuildable or unroutable platform fails here, before any simulation); the

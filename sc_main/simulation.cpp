@@ -19,8 +19,8 @@
 #include "models/collectives/tuner.h"
 #include "models/gpu/program_graph.h"
 #include "models/rtl/contract.h"
-#include "sc_main/input_error.h"
 #include "sc_main/output_file.h"
+#include "sc_main/platform_options.h"
 #include "sc_main/progress_line.h"
 #include "sc_main/symmetric_run.h"
 #include "tlm/payload_pool.h"
@@ -155,7 +155,7 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
   try {
     built = new platforms::Platform("platform", config, job, pool, collectives, options.fidelity, options.topology);
   } catch (const platforms::PlatformError& e) {  // what the run's options ask of the platform
-    throw InputError((config.source.empty() ? config.name : config.source) + ": " + e.key() + ": " + e.what());
+    throw platform_value_error(config, e);
   }
   platforms::Platform& platform = *built;
 

@@ -126,15 +126,15 @@ struct SimulationResult {
   double reference_wall_s = 0, reference_iteration_time_s = 0;
 };
 
-// A run with symmetry in which a replaying GPU's communication completed at another time than
-// its representative's (an asymmetric fabric, or placement): its result would not be the full
-// run's, so it stops; the same run without symmetry is the answer.
 // A run that cannot finish, where a command stops on it (exit status 3, kDeadlock); the text
 // is describe_deadlock's.
 struct CannotFinish : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A run with symmetry in which a replaying GPU's communication completed at another time than
+// its representative's (an asymmetric fabric, or placement): its result would not be the full
+// run's, so it stops; the same run without symmetry is the answer.
 struct SymmetryBroken : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
