@@ -243,6 +243,7 @@ ordered_json report_json(const platforms::PlatformConfig& platform, const worklo
     j["simulation"]["gpus_simulated"] = r.gpus_simulated > 0 ? size_t(r.gpus_simulated) : r.ranks.size();
   if (r.gpus_simulated > 0) {
     j["simulation"]["gpus_parted"] = r.gpus_parted;
+    j["simulation"]["gpus_followed_parted"] = r.gpus_followed_parted;
     j["simulation"]["symmetry_skew_s"] = r.symmetry_skew_s;
     j["simulation"]["quiet_nodes"] = r.quiet_nodes;
     j["simulation"]["echo_nodes"] = r.echo_nodes;
@@ -314,7 +315,11 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
         << format("%.3f us", r.symmetry_skew_s * 1e6) << " apart in all (--symmetry off simulates every GPU)\n";
   if (r.gpus_parted > 0)
     out << "  parted                " << r.gpus_parted
-        << " replaying GPUs whose calls came apart from their representatives' ran their own programs from there\n";
+        << " replaying GPUs whose calls came apart from their representatives' ran their own programs from there"
+        << (r.gpus_followed_parted > 0
+                ? "; " + std::to_string(r.gpus_followed_parted) + " more that came apart alike replay one of them"
+                : std::string())
+        << "\n";
   if (r.quiet_nodes > 0)
     out << "  quiet nodes           " << r.quiet_nodes
         << " nodes of replaying GPUs only: their calls among their own GPUs were left out, and their links"

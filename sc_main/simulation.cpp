@@ -213,6 +213,7 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
   if (symmetry) {
     result.gpus_simulated = symmetry->replicas().simulated;
     result.gpus_parted = symmetry->parted();
+    result.gpus_followed_parted = symmetry->followed_parted();
     result.symmetry_skew_s = symmetry->skew_s();
     result.quiet_nodes = symmetry->quiet_nodes();
     result.echo_nodes = symmetry->echo_nodes();
@@ -232,7 +233,7 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
     if (!platform.gpu(r).command_processor().follower()) continue;
     // What its representative did; the bytes its own collective engine moved.
     RankResult& rr = result.ranks[r];
-    rr = result.ranks[size_t(symmetry->replicas().representative[r])];
+    rr = result.ranks[size_t(symmetry->leader(int(r)))];
     rr.rank = static_cast<int>(r);
     if (symmetry->echoing(r)) continue;  // its calls in the node were its representative's echoes: its bytes too
     rr.bytes_sent = platform.gpu(r).collectives().bytes_injected();

@@ -110,6 +110,8 @@ struct SimulationResult {
                                // replayed one of them); 0: every GPU ran its own
   int gpus_parted = 0;         // with symmetry: replaying GPUs that parted from their
                                // representatives and ran their own programs from there
+  int gpus_followed_parted = 0;  // with symmetry: replaying GPUs that came apart alike with one
+                                 // that parted, and replayed it from there
   double symmetry_skew_s = 0;  // with symmetry: op by op, the farthest a replaying GPU's
                                // communication completed from its representative's, summed
   int quiet_nodes = 0;         // with symmetry: nodes whose calls among their own GPUs were left

@@ -195,27 +195,132 @@ void SymmetricRun::crossed(const std::string& link) {
   stop("a flow crossed " + link + ", a link between the GPUs of a node whose calls among them were left out");
 }
 
+// A follower of a GPU that parted (part_alike) was put with it as alike: it parts as soon as a
+// call of theirs completes more than kAlikeWithin apart.
+sc_core::sc_time SymmetricRun::window(int follower) const {
+  const bool nested = leader(follower) != replicas_.representative[size_t(follower)];
+  return sc_core::sc_time(nested ? kAlikeWithin : kApartWindow, sc_core::SC_SEC);
+}
+
 void SymmetricRun::apart(int follower, sc_core::sc_time since) {
-  const sc_core::sc_time window(kApartWindow, sc_core::SC_SEC);
-  if (due_.empty()) wake_.notify(since + window - sc_core::sc_time_stamp());
-  due_.emplace_back(since + window, follower);
+  const sc_core::sc_time alike(kAlikeWithin, sc_core::SC_SEC), end = since + window(follower);
+  if (due_.empty() || end < due_.front().first) wake_.notify(end + alike - sc_core::sc_time_stamp());
+  due_.emplace_back(end, follower);
+  std::push_heap(due_.begin(), due_.end(), std::greater<>());
 }
 
 // A follower still apart at the end of its window parts; one apart since later is looked at
-// again at the end of that one's window.
+// again at the end of that one's window. The windows that end within kAlikeWithin of the first
+// are looked at together, so that followers alike part alike (part_alike).
 void SymmetricRun::due() {
   const sc_core::sc_time now = sc_core::sc_time_stamp();
-  const sc_core::sc_time window(kApartWindow, sc_core::SC_SEC);
+  const sc_core::sc_time alike(kAlikeWithin, sc_core::SC_SEC);
+  std::vector<int> parting, later;
   while (!due_.empty() && due_.front().first <= now && broken_.empty()) {
-    const int follower = due_.front().second;
-    due_.pop_front();
+    std::pop_heap(due_.begin(), due_.end(), std::greater<>());
+    const int follower = due_.back().second;
+    due_.pop_back();
     const models::CommandProcessor& cp = platform_.gpu(size_t(follower)).command_processor();
     sc_core::sc_time since;
     if (!cp.follower() || !cp.apart_since(since)) continue;
-    if (since + window <= now) part(follower);
-    else due_.emplace_back(since + window, follower);
+    (since + window(follower) <= now ? parting : later).push_back(follower);
   }
-  if (!due_.empty() && broken_.empty()) wake_.notify(std::max(due_.front().first, now) - now);
+  for (int follower : later) {
+    sc_core::sc_time since;
+    platform_.gpu(size_t(follower)).command_processor().apart_since(since);
+    due_.emplace_back(since + window(follower), follower);
+    std::push_heap(due_.begin(), due_.end(), std::greater<>());
+  }
+  part_alike(parting);
+  if (!due_.empty() && broken_.empty()) wake_.notify(std::max(due_.front().first + alike, now) - now);
+}
+
+// What parts with `follower` (its quiet node, or itself): what it replays (the node's mirror, or
+// its leader) and, GPU by GPU, its calls apart (CommandProcessor::apart_calls) in `shape`; when
+// each completed in `at`, with its GPU and op.
+SymmetricRun::Apart SymmetricRun::apart_of(int follower) const {
+  const size_t g = platform_.routing().topology().node.gpus, node = size_t(follower) / g;
+  const bool quiet = node < quiet_.nodes.mirror.size() && quiet_.nodes.mirror[node] >= 0;
+  Apart a;
+  a.follower = follower;
+  a.shape.push_back(quiet ? 0 : 1);
+  a.shape.push_back(quiet ? uint64_t(quiet_.nodes.mirror[node])
+                          : uint64_t(platform_.gpu(size_t(follower)).command_processor().leader()->rank()));
+  const size_t first = quiet ? node * g : size_t(follower), last = quiet ? (node + 1) * g : first + 1;
+  for (size_t r = first; r < last; ++r) {
+    const models::CommandProcessor& cp = platform_.gpu(r).command_processor();
+    a.shape.push_back(cp.follower() ? 1 : 0);
+    if (!cp.follower()) continue;
+    a.shape.push_back(uint64_t(cp.leader()->rank()) - (quiet ? uint64_t(quiet_.nodes.mirror[node]) * g : 0));
+    for (const auto& [op, leader, at] : cp.apart_calls()) {
+      a.shape.push_back(uint64_t(op) << 1 | uint64_t(leader));
+      a.at.push_back(at);
+      a.call.emplace_back(int(r), op);
+    }
+  }
+  return a;
+}
+
+// How far apart the calls of two followers (or nodes) of the same shape completed.
+sc_core::sc_time SymmetricRun::Apart::from(const Apart& other) const {
+  sc_core::sc_time far = sc_core::SC_ZERO_TIME;
+  for (size_t i = 0; i < at.size(); ++i) far = std::max(far, at[i] > other.at[i] ? at[i] - other.at[i] : other.at[i] - at[i]);
+  return far;
+}
+
+// Followers (or quiet nodes) of one GPU (one node) whose calls came apart alike, within
+// kAlikeWithin of each other, stand where their own runs would put them alike so far: the first
+// parts, the others replay it from now on (quiet nodes mirror its node), and part from it in turn
+// where they come apart from it (nested parting). How far apart their calls had completed is
+// added to the skew, as a follower's within its window is.
+void SymmetricRun::part_alike(const std::vector<int>& followers) {
+  const size_t g = platform_.routing().topology().node.gpus;
+  const sc_core::sc_time within(kAlikeWithin, sc_core::SC_SEC);
+  std::vector<std::vector<Apart>> groups;
+  std::set<size_t> nodes_seen;
+  for (int f : followers) {
+    const size_t node = size_t(f) / g;
+    const bool quiet = node < quiet_.nodes.mirror.size() && quiet_.nodes.mirror[node] >= 0;
+    if (!platform_.gpu(size_t(f)).command_processor().follower()) continue;
+    if (quiet && !nodes_seen.insert(node).second) continue;
+    Apart a = apart_of(f);
+    const auto alike = std::find_if(groups.begin(), groups.end(), [&a, within](const std::vector<Apart>& group) {
+      return group.front().shape == a.shape && a.from(group.front()) <= within;
+    });
+    if (alike != groups.end()) alike->push_back(std::move(a));
+    else groups.push_back({std::move(a)});
+  }
+  for (const std::vector<Apart>& group : groups) {
+    const Apart& first = group.front();
+    part(first.follower);
+    if (platform_.gpu(size_t(first.follower)).command_processor().follower()) continue;  // it could not part
+    for (size_t u = 1; u < group.size(); ++u) {
+      for (size_t i = 0; i < first.at.size(); ++i) {
+        const sc_core::sc_time at = group[u].at[i], then = first.at[i];
+        if (at != then) skew(first.call[i].first, group[u].call[i].first, first.call[i].second,
+                             (at > then ? at - then : then - at).to_seconds());
+      }
+      follow_parted(group[u].follower, first.follower);
+    }
+  }
+}
+
+// `follower` (with its quiet node) replays `parted` (with its node) from now on.
+void SymmetricRun::follow_parted(int follower, int parted) {
+  const size_t g = platform_.routing().topology().node.gpus, node = size_t(follower) / g;
+  const bool quiet = node < quiet_.nodes.mirror.size() && quiet_.nodes.mirror[node] >= 0;
+  if (!quiet) {
+    models::CommandProcessor& to = platform_.gpu(size_t(parted)).command_processor();
+    platform_.gpu(size_t(follower)).command_processor().follow_parted(to);
+    return;
+  }
+  const size_t to_node = size_t(parted) / g;
+  for (size_t i = 0; i < g; ++i) {
+    models::CommandProcessor& cp = platform_.gpu(node * g + i).command_processor();
+    if (!cp.follower()) continue;
+    cp.follow_parted(platform_.gpu(to_node * g + i).command_processor());
+  }
+  quiet_.nodes.mirror[node] = int(to_node);
 }
 
 // Where it cannot part exactly, it keeps replaying, and the skew check above decides: in an echo
@@ -233,7 +338,7 @@ void SymmetricRun::part(int follower) {
   const bool mirrored =
       std::find(quiet_.nodes.mirror.begin(), quiet_.nodes.mirror.end(), int(node)) != quiet_.nodes.mirror.end();
   if (echoing_[size_t(follower)] || mirrored) return;
-  if (gpu.part(platform_.gpu(size_t(replicas_.representative[size_t(follower)])))) ++parted_;
+  if (gpu.part(leader_gpu(follower))) ++parted_;
 }
 
 // Every GPU of a quiet node parts at once: the calls among them, left out so far, are theirs
@@ -252,18 +357,28 @@ void SymmetricRun::part_quiet_node(size_t node) {
   models::FlowFabric& fabric = *platform_.flow_fabric();
   const platforms::RoutedPaths& paths = *platform_.flow_paths();
   PartedNode parted{node, size_t(quiet_.nodes.mirror[node]), {}};
-  for (uint32_t t : quiet_.between_gpus) {
+  // A mirror that parted itself reports what its own mirror carried before that, too.
+  const PartedNode* nested = nullptr;
+  for (const PartedNode& p : parted_nodes_)
+    if (p.node == parted.mirror) nested = &p;
+  for (size_t i = 0; i < quiet_.between_gpus.size(); ++i) {
+    const uint32_t t = quiet_.between_gpus[i];
     const uint32_t id = paths.node_link_id(uint32_t(parted.mirror), t);
     LinkResult lr;
     lr.bytes = fabric.bytes_carried(id);
     lr.chunks = fabric.chunks_carried(id);
     lr.busy_s = fabric.busy_time(id).to_seconds();
+    if (nested != nullptr) {
+      lr.bytes += nested->mirror_then[i].bytes;
+      lr.chunks += nested->mirror_then[i].chunks;
+      lr.busy_s += nested->mirror_then[i].busy_s;
+    }
     parted.mirror_then.push_back(lr);
     fabric.allow(paths.node_link_id(uint32_t(node), t));
   }
   parted_nodes_.push_back(std::move(parted));
   quiet_.nodes.mirror[node] = -1;
-  for (size_t r : gpus) platform_.gpu(r).part(platform_.gpu(size_t(replicas_.representative[r])));
+  for (size_t r : gpus) platform_.gpu(r).part(leader_gpu(int(r)));
   for (size_t r : gpus)
     for (uint32_t op : platform_.gpu(r).command_processor().unissued_calls())
       for (size_t other : gpus)
@@ -271,15 +386,9 @@ void SymmetricRun::part_quiet_node(size_t node) {
   parted_ += int(gpus.size());
 }
 
+// Parted nodes first: a quiet node may mirror one that parted (part_alike).
 void SymmetricRun::mirror_quiet_links(std::vector<LinkResult>& links, size_t first) const {
   const platforms::RoutedPaths& paths = *platform_.flow_paths();
-  quiet_.for_each(paths, [&](uint32_t to_id, uint32_t from_id) {
-    LinkResult& to = links[first + to_id];
-    const LinkResult& from = links[first + from_id];
-    to.bytes = from.bytes;
-    to.chunks = from.chunks;
-    to.busy_s = from.busy_s;
-  });
   for (const PartedNode& p : parted_nodes_)
     for (size_t i = 0; i < quiet_.between_gpus.size(); ++i) {
       LinkResult& to = links[first + paths.node_link_id(uint32_t(p.node), quiet_.between_gpus[i])];
@@ -287,6 +396,29 @@ void SymmetricRun::mirror_quiet_links(std::vector<LinkResult>& links, size_t fir
       to.chunks += p.mirror_then[i].chunks;
       to.busy_s += p.mirror_then[i].busy_s;
     }
+  quiet_.for_each(paths, [&](uint32_t to_id, uint32_t from_id) {
+    LinkResult& to = links[first + to_id];
+    const LinkResult& from = links[first + from_id];
+    to.bytes = from.bytes;
+    to.chunks = from.chunks;
+    to.busy_s = from.busy_s;
+  });
+}
+
+models::Gpu& SymmetricRun::leader_gpu(int follower) const {
+  return platform_.gpu(size_t(platform_.gpu(size_t(follower)).command_processor().leader()->rank()));
+}
+
+int SymmetricRun::followed_parted() const {
+  int n = 0;
+  for (size_t r = 0; r < platform_.gpu_count(); ++r)
+    n += leader(int(r)) != int(r) && leader(int(r)) != replicas_.representative[r];
+  return n;
+}
+
+int SymmetricRun::leader(int follower) const {
+  const models::CommandProcessor& cp = platform_.gpu(size_t(follower)).command_processor();
+  return cp.follower() ? cp.leader()->rank() : follower;
 }
 
 void SymmetricRun::check() {

@@ -6,7 +6,7 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,6 +49,9 @@ class SymmetricRun : public models::SymmetryMonitor {
  public:
   static constexpr double kSkewBudget = 1e-3, kSkewLimit = 1e-2;
   static constexpr double kApartWindow = 10e-6;
+  // Followers whose calls apart completed within this of each other part alike (part_alike):
+  // the flow fabric's rates put symmetric transfers' ends a picosecond or so apart.
+  static constexpr double kAlikeWithin = 1e-9;
 
   // Sets the replay up on `platform` (flow fidelity), before the GPUs are loaded.
   SymmetricRun(platforms::Platform& platform, const workloads::Job& job, workloads::Replicas replicas);
@@ -68,6 +71,11 @@ class SymmetricRun : public models::SymmetryMonitor {
   int quiet_nodes() const { return quiet_.nodes.quiet; }
   int echo_nodes() const { return echo_nodes_; }
   int parted() const { return parted_; }
+  // Followers that came apart alike with one that parted, and replay it since (part_alike).
+  int followed_parted() const;
+  // The GPU whose run a follower's report repeats: the one it replays now (`rank` itself where
+  // it is no follower).
+  int leader(int rank) const;
   // A follower in an echo node: its calls in the node were its representative's echoes.
   bool echoing(size_t rank) const { return echoing_[rank]; }
   // The report's links between GPUs of quiet nodes: what their mirrors carried (a parted node's:
@@ -82,6 +90,18 @@ class SymmetricRun : public models::SymmetryMonitor {
   void due();
   void part(int follower);
   void part_quiet_node(size_t node);
+  // A follower's (or a quiet node's) calls apart: what parts with it alike.
+  struct Apart {
+    int follower = 0;
+    std::vector<uint64_t> shape;               // what it replays; GPU by GPU, which calls on which side
+    std::vector<sc_core::sc_time> at;          // when each completed
+    std::vector<std::pair<int, uint32_t>> call;  // on which GPU, which op
+    sc_core::sc_time from(const Apart& other) const;
+  };
+  Apart apart_of(int follower) const;
+  void part_alike(const std::vector<int>& followers);
+  void follow_parted(int follower, int parted);
+  models::Gpu& leader_gpu(int follower) const;
   struct Skew {
     int representative = 0, follower = 0;
     uint32_t op = 0;
@@ -98,9 +118,10 @@ class SymmetricRun : public models::SymmetryMonitor {
   double total_s_ = 0;
   Skew last_;
   std::string broken_;
-  // Followers apart, by the end of their window, in the order they came apart (each at the time
-  // it did: the windows end in that order).
-  std::deque<std::pair<sc_core::sc_time, int>> due_;
+  // Followers apart, by the end of their window: a heap, the first to end on top (windows differ:
+  // window()).
+  std::vector<std::pair<sc_core::sc_time, int>> due_;
+  sc_core::sc_time window(int follower) const;
   sc_core::sc_event wake_;
   // Quiet nodes parted: their mirror and what its links between GPUs had carried then.
   struct PartedNode {

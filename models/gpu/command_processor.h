@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <systemc>
@@ -91,6 +92,13 @@ class CommandProcessor : public sc_core::sc_module {
   // A follower: whether a call it replays completed on one side only (it or its representative)
   // and not on the other yet; `since`: the first such completion.
   bool apart_since(sc_core::sc_time& since) const;
+  // A follower: the GPU it replays now (its representative, or a follower of it that parted).
+  const CommandProcessor* leader() const { return leader_; }
+  int rank() const { return rank_->rank; }
+  // A follower: its calls apart, each with the side it completed on and when, in op order. Two
+  // followers of one GPU with the same calls apart stand where a GPU's own run would put them
+  // alike so far (SymmetricRun: one of them parts, the others replay it).
+  std::vector<std::tuple<uint32_t, bool, sc_core::sc_time>> apart_calls() const;
 
   // Parting (docs/fidelity.md, "Parting"): a follower whose calls complete apart from its
   // representative's stops following it and runs its own program from the representative's
@@ -107,6 +115,11 @@ class CommandProcessor : public sc_core::sc_module {
   // representative did not.
   void part();
   void resume();
+  // A follower whose calls apart are those of `parted` (apart_calls), which parted from the
+  // same representative and resumed: it replays `parted` from now on. Its calls in flight stay
+  // in flight and match `parted`'s (in flight there too); those it completed ahead of the
+  // representative `parted` completed too; those `parted` issued as it resumed it replays now.
+  void follow_parted(CommandProcessor& parted);
   // A parted GPU: a transaction for kernel `op`, which the representative's engine runs or
   // queues, where it is issued here (null where it waits for a call apart).
   tlm::tlm_generic_payload* kernel_payload(uint32_t op);

@@ -87,6 +87,36 @@ bool CommandProcessor::apart_since(sc_time& since) const {
   return true;
 }
 
+std::vector<std::tuple<uint32_t, bool, sc_time>> CommandProcessor::apart_calls() const {
+  std::vector<std::tuple<uint32_t, bool, sc_time>> calls;
+  for (const auto& [key, u] : unmatched_) calls.emplace_back(uint32_t(key), u.leader, u.at);
+  std::sort(calls.begin(), calls.end());
+  return calls;
+}
+
+void CommandProcessor::follow_parted(CommandProcessor& parted) {
+  CommandProcessor& rep = *leader_;
+  for (uint32_t op = 0; op < total_; ++op) {
+    const OpKind kind = rank_->program->ops[op].kind;
+    if (kind == OpKind::Compute || kind == OpKind::MemCopy || !replays(op)) continue;
+    const size_t at = unmatched_.position(op);
+    const bool late = at != unmatched_.kNone && unmatched_.at(at).leader;   // rep completed it, not here
+    const bool early = at != unmatched_.kNone && !unmatched_.at(at).leader;  // completed here first
+    if (rep.waits_[op] == kIssued || late) {
+      rep.forget(op);
+      if (!early) ++parted.skews_[op].replaying;  // in flight here and there
+    } else if (parted.waits_[op] == kIssued) {  // issued as it resumed: now, here too
+      replay(op);
+      ++parted.skews_[op].replaying;
+    }
+  }
+  rep.followers_.erase(std::find(rep.followers_.begin(), rep.followers_.end(), this));
+  parted.followers_.push_back(this);
+  parted.symmetry_ = symmetry_;
+  unmatched_ = FewByKey<Unmatched>();
+  leader_ = &parted;
+}
+
 bool CommandProcessor::can_part() const {
   if (leader_ == nullptr) return false;
   const std::vector<uint32_t>& rep = leader_->waits_;

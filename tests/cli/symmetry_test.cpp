@@ -19,7 +19,7 @@ using cli_testing::tessera;
 
 struct Outcome {
   double iteration_s = 0;
-  size_t gpus = 0, simulated = 0, parted = 0;
+  size_t gpus = 0, simulated = 0, parted = 0, followed_parted = 0;
   int quiet_nodes = 0, echo_nodes = 0;
   std::map<std::string, double> link_bytes;
   std::string err;
@@ -38,15 +38,16 @@ Outcome run(const std::string& args, const std::string& symmetry) {
   out.gpus = j["ranks"].size();
   out.simulated = j["simulation"]["gpus_simulated"].get<size_t>();
   out.parted = j["simulation"].value("gpus_parted", size_t(0));
+  out.followed_parted = j["simulation"].value("gpus_followed_parted", size_t(0));
   out.quiet_nodes = j["simulation"].value("quiet_nodes", 0);
   out.echo_nodes = j["simulation"].value("echo_nodes", 0);
   for (const auto& link : j["links"]) out.link_bytes[link["name"].get<std::string>()] = link["bytes"].get<double>();
   return out;
 }
 
-// What becomes of the replay: it holds to the end, GPUs part from their representatives, or the
-// run is made again in full.
-enum class Replay { Holds, Parts, InFull };
+// What becomes of the replay: it holds to the end, GPUs part from their representatives (some
+// of them alike: one parts and the others replay it), or the run is made again in full.
+enum class Replay { Holds, Parts, PartsAlike, InFull };
 
 struct Case {
   const char* name;
@@ -73,6 +74,9 @@ TEST_P(Symmetry, SameReportAsEveryGpuSimulated) {
     EXPECT_EQ(on.err.find("drifted apart"), std::string::npos) << on.err;
     if (c.replay == Replay::Holds) EXPECT_EQ(on.parted, 0u);
     else EXPECT_GT(on.parted, 0u) << "GPUs should part from their representatives";
+    if (c.replay == Replay::PartsAlike) {
+      EXPECT_GT(on.followed_parted, on.parted) << "most should replay one that parted";
+    }
     EXPECT_EQ(on.quiet_nodes, c.quiet_nodes);
     EXPECT_EQ(on.echo_nodes, c.echo_nodes);
     // Every link carried what it carries in the full run, quiet and echo nodes' links included.
@@ -118,6 +122,14 @@ INSTANTIATE_TEST_SUITE_P(
         // from there.
         Case{"quiet_nodes_part", "--platform dgx-a100 --nodes 24 --set network.oversubscription=4 --tp 8 --pp 2 "
                                  "--dp 12 --global-batch 24 --hidden 1024 --heads 16" + kSmall, Replay::Parts, 22, 2},
+        // Data-parallel all-reduces across 32 and 64 nodes run as NCCL's double binary tree, where
+        // a rank's place in the trees sets its NIC's traffic: the replicas' pipeline transfers
+        // beside it come apart from the representative's, those of replicas at like places
+        // alike; one of each such group parts and the others replay it (nested parting).
+        Case{"parting_alike", "--platform dgx-h100 --nodes 64 --model llama3-70b --layers 8 --micro-batch 1 --tp 2 "
+                              "--pp 4 --dp 64 --global-batch 256", Replay::PartsAlike},
+        Case{"quiet_nodes_part_alike", "--platform dgx-h100 --nodes 64 --tp 8 --pp 2 --dp 32 --global-batch 128" + kSmall,
+             Replay::PartsAlike, 62, 1},
         // The pipeline's gradient transfers of replicas under different leaves complete hundreds of
         // microseconds apart where their GPUs cannot part (echo nodes, and the nodes quiet nodes
         // mirror): the run is made in full.
