@@ -239,6 +239,13 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
     rr.bytes_sent = platform.gpu(r).collectives().bytes_injected();
     rr.bytes_received = platform.gpu(r).collectives().bytes_received();
   }
+  for (size_t r = 0; symmetry != nullptr && r < platform.gpu_count(); ++r) {
+    if (symmetry->echoing(r)) continue;
+    // A quiet node's calls among its GPUs: its mirror's bytes (docs/fidelity.md, "Quiet nodes").
+    const auto [sent, received] = symmetry->left_out_bytes(r);
+    result.ranks[r].bytes_sent += sent;
+    result.ranks[r].bytes_received += received;
+  }
   for (const auto& link : platform.links()) {
     LinkResult lr;
     lr.name = link->name();

@@ -377,6 +377,8 @@ void SymmetricRun::part_quiet_node(size_t node) {
     fabric.allow(paths.node_link_id(uint32_t(node), t));
   }
   parted_nodes_.push_back(std::move(parted));
+  left_out_then_.resize(platform_.gpu_count());
+  for (size_t r : gpus) left_out_then_[r] = left_out_bytes(r);  // (while it is quiet)
   quiet_.nodes.mirror[node] = -1;
   for (size_t r : gpus) platform_.gpu(r).part(leader_gpu(int(r)));
   for (size_t r : gpus)
@@ -407,6 +409,18 @@ void SymmetricRun::mirror_quiet_links(std::vector<LinkResult>& links, size_t fir
 
 models::Gpu& SymmetricRun::leader_gpu(int follower) const {
   return platform_.gpu(size_t(platform_.gpu(size_t(follower)).command_processor().leader()->rank()));
+}
+
+std::pair<uint64_t, uint64_t> SymmetricRun::left_out_bytes(size_t rank) const {
+  std::pair<uint64_t, uint64_t> then = rank < left_out_then_.size() ? left_out_then_[rank] : std::pair<uint64_t, uint64_t>{};
+  const models::CommandProcessor& cp = platform_.gpu(rank).command_processor();
+  const size_t node = rank / platform_.routing().topology().node.gpus;
+  if (!cp.follower() || node >= quiet_.nodes.mirror.size() || quiet_.nodes.mirror[node] < 0) return then;
+  // A quiet node's follower: every call of its leader among the leader's node's GPUs.
+  const size_t leader = size_t(cp.leader()->rank());
+  const models::CollectiveEngine& engine = platform_.gpu(leader).collectives();
+  const std::pair<uint64_t, uint64_t> before = left_out_bytes(leader);
+  return {engine.bytes_injected_in_node() + before.first, engine.bytes_received_in_node() + before.second};
 }
 
 int SymmetricRun::followed_parted() const {

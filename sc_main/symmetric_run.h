@@ -76,6 +76,10 @@ class SymmetricRun : public models::SymmetryMonitor {
   // The GPU whose run a follower's report repeats: the one it replays now (`rank` itself where
   // it is no follower).
   int leader(int rank) const;
+  // What a GPU's collective engine did not count of its calls among its node's GPUs (those it
+  // left out while it replayed in a quiet node; a follower of a quiet node: all of them), sent
+  // and received: added to its own in the report.
+  std::pair<uint64_t, uint64_t> left_out_bytes(size_t rank) const;
   // A follower in an echo node: its calls in the node were its representative's echoes.
   bool echoing(size_t rank) const { return echoing_[rank]; }
   // The report's links between GPUs of quiet nodes: what their mirrors carried (a parted node's:
@@ -131,6 +135,9 @@ class SymmetricRun : public models::SymmetryMonitor {
   };
   std::vector<PartedNode> parted_nodes_;
   int parted_ = 0;
+  // Per GPU of a quiet node that parted: its mirror's bytes among the node's GPUs until then
+  // (sent, received), those it left out.
+  std::vector<std::pair<uint64_t, uint64_t>> left_out_then_;
 };
 
 }  // namespace tessera::app

@@ -326,6 +326,17 @@ const CollectiveEngine::CollNetGroups& CollectiveEngine::collnet_groups(int comm
   return groups;
 }
 
+void CollectiveEngine::count_injected(const protocol::FabricTransfer& t) {
+  bytes_injected_ += t.bytes;
+  if (in_node(t, t.destination)) bytes_injected_in_node_ += t.bytes;
+}
+
+// A transfer between GPUs of this node (not through the network's switches).
+bool CollectiveEngine::in_node(const protocol::FabricTransfer& t, uint32_t peer) const {
+  const bool network = t.purpose == TransferPurpose::NetworkReduce || t.purpose == TransferPurpose::NetworkMulticast;
+  return !network && !on_another_node(int(peer));
+}
+
 bool CollectiveEngine::on_another_node(int peer) const {
   const int node_size = config_.fabric.gpus_per_node;
   return node_size > 0 && peer / node_size != rank_ / node_size;
@@ -441,7 +452,7 @@ void CollectiveEngine::send_chunk(uint64_t flow, Instance& inst, const Phase& ph
     t.member_count = static_cast<uint32_t>(ring.size());
   }
   gp->set_data_length(static_cast<unsigned>(std::min<uint64_t>(t.bytes, 0xffffffffu)));
-  bytes_injected_ += t.bytes;
+  count_injected(t);
   if (inst.channel_rate > 0 && t.channel < inst.channel_free.size()) {
     // The channel's SM takes the chunk when it is done with its previous one, and is busy
     // for the chunk's bytes at its rate plus the step's handshake (it waits for the step's
@@ -547,7 +558,7 @@ void CollectiveEngine::start_send(tlm::tlm_generic_payload& call) {
     t.members = nullptr;
     t.member_count = 0;
     t.echo = false;
-    bytes_injected_ += t.bytes;
+    count_injected(t);
     fabric_.inject(*gp, *this);
   }
 }
@@ -575,6 +586,7 @@ void CollectiveEngine::match_receives(uint64_t k, PointToPoint& p2p) {
 void CollectiveEngine::chunk_arrived(tlm::tlm_generic_payload& gp) {
   const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
   bytes_received_ += t.bytes;
+  if (in_node(t, t.source)) bytes_received_in_node_ += t.bytes;
   if (t.purpose == TransferPurpose::PointToPoint) {
     const uint64_t k = key(t.source, t.step);
     PointToPoint& p2p = receives_[k];

@@ -135,6 +135,9 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
 
   uint64_t bytes_injected() const { return bytes_injected_; }
   uint64_t bytes_received() const { return bytes_received_; }
+  // Of those, to and from GPUs of its own node (what a quiet node's follower leaves out).
+  uint64_t bytes_injected_in_node() const { return bytes_injected_in_node_; }
+  uint64_t bytes_received_in_node() const { return bytes_received_in_node_; }
   int sms_in_use() const { return sms_in_use_; }
   const Tuner& tuner() const { return tuner_; }
   // The communicator's shape as the tuner sees it (nodes from gpus_per_node).
@@ -213,6 +216,8 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   void steady_state(Instance& inst) const;
   // Whether rank `peer` is on another of the platform's nodes (its chunks cross the network).
   bool on_another_node(int peer) const;
+  void count_injected(const protocol::FabricTransfer& t);
+  bool in_node(const protocol::FabricTransfer& t, uint32_t peer) const;
   const CollNetGroups& collnet_groups(int communicator);
   // A transfer of `bytes` to `peer` in chunks of at most chunk_bytes (0: the engine's chunk)
   // spread over `channels`.
@@ -274,6 +279,7 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   protocol::PayloadEventQueue<CollectiveEngine> peq_;  // launch and step latencies
   uint64_t bytes_injected_ = 0;
   uint64_t bytes_received_ = 0;
+  uint64_t bytes_injected_in_node_ = 0, bytes_received_in_node_ = 0;
   int sms_in_use_ = 0;
 };
 

@@ -10,6 +10,7 @@
 #include <ostream>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "run_tessera.h"
 
@@ -22,6 +23,7 @@ struct Outcome {
   size_t gpus = 0, simulated = 0, parted = 0, followed_parted = 0;
   int quiet_nodes = 0, echo_nodes = 0;
   std::map<std::string, double> link_bytes;
+  std::vector<double> gpu_bytes_sent;
   std::string err;
 };
 
@@ -42,6 +44,7 @@ Outcome run(const std::string& args, const std::string& symmetry) {
   out.quiet_nodes = j["simulation"].value("quiet_nodes", 0);
   out.echo_nodes = j["simulation"].value("echo_nodes", 0);
   for (const auto& link : j["links"]) out.link_bytes[link["name"].get<std::string>()] = link["bytes"].get<double>();
+  for (const auto& rank : j["ranks"]) out.gpu_bytes_sent.push_back(rank["bytes_sent"].get<double>());
   return out;
 }
 
@@ -83,6 +86,11 @@ TEST_P(Symmetry, SameReportAsEveryGpuSimulated) {
     ASSERT_EQ(on.link_bytes.size(), off.link_bytes.size());
     for (const auto& [name, bytes] : off.link_bytes)
       EXPECT_LE(std::abs(on.link_bytes.at(name) - bytes), 0.005 * bytes) << name;
+    // And every GPU sent what it sends in the full run (a quiet node's GPUs their mirror's calls
+    // among the node's GPUs, a parted one's until it parted).
+    ASSERT_EQ(on.gpu_bytes_sent.size(), off.gpu_bytes_sent.size());
+    for (size_t r = 0; r < off.gpu_bytes_sent.size(); ++r)
+      EXPECT_LE(std::abs(on.gpu_bytes_sent[r] - off.gpu_bytes_sent[r]), 0.005 * off.gpu_bytes_sent[r]) << "GPU " << r;
   } else {
     EXPECT_EQ(on.simulated, on.gpus);
     EXPECT_NE(on.err.find("drifted apart"), std::string::npos) << on.err;
