@@ -5,7 +5,7 @@
 // the largest target, 10 min, and a tenth) by tessera's own --max-wall-s; such a row prints how
 // far it got instead of a time.
 //
-//   tessera_bench_scale [rows|scaling] [--flow-up-to GPUS]   (flow fidelity up to 4,096 GPUs unless told)
+//   tessera_bench_scale [rows|scaling] [--flow-up-to GPUS]   (flow fidelity up to 16,384 GPUs unless told)
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -189,7 +189,7 @@ void scaling(int flow_up_to) {
 
 int main(int argc, char* argv[]) {
   std::string only;
-  int flow_up_to = 4096;
+  int flow_up_to = 16384;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--flow-up-to" && i + 1 < argc) flow_up_to = std::atoi(argv[++i]);
