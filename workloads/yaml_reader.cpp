@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <vector>
 
 namespace tessera::workloads {
 
@@ -123,13 +124,43 @@ void YamlMap::finish() const {
 
 namespace {
 
+// The mappings and lists above the one being read, and how many have been read: aliases may
+// repeat a node many times over (`b: [*a, *a]`, `c: [*b, *b]`, ...).
+struct Walk {
+  std::vector<YAML::Node> within;
+  size_t nodes = 0;
+};
+
+void reject_duplicate_map_keys(const YAML::Node& node, const std::string& file, const std::string& path, Walk& walk);
+
+// How deep a file's mappings and lists may nest (every reader's recursion stays shallow), and how
+// many a file may hold, aliases' repeats counted (the largest shipped file holds a few hundred).
+constexpr size_t kMaxNesting = 64, kMaxNodes = 1'000'000;
+
 // yaml-cpp keeps one of two equal keys and drops the other without a word: refuse them, in
-// either spelling ('-' or '_').
-void reject_duplicate_keys(const YAML::Node& node, const std::string& file, const std::string& path) {
+// either spelling ('-' or '_'). And an alias inside the node it names (`a: &x [*x]`), which
+// yaml-cpp makes a cycle that every reader would follow for ever, nesting past kMaxNesting and
+// more than kMaxNodes mappings and lists.
+void reject_duplicate_keys(const YAML::Node& node, const std::string& file, const std::string& path, Walk& walk) {
+  if (!node.IsSequence() && !node.IsMap()) return;
+  const std::string named = path.empty() ? "" : "key '" + path + "': ";
+  for (const YAML::Node& outer : walk.within)
+    if (outer.is(node)) throw InputError(workloads::where(file, node) + ": " + named + "an alias inside the node it names");
+  if (walk.within.size() >= kMaxNesting)
+    throw InputError(workloads::where(file, node) + ": " + named + "nested more than " + std::to_string(kMaxNesting) +
+                     " levels deep");
+  if (++walk.nodes > kMaxNodes)
+    throw InputError(workloads::where(file, node) + ": " + named + "more than " + std::to_string(kMaxNodes) +
+                     " mappings and lists, aliases' repeats counted");
+  walk.within.push_back(node);
   if (node.IsSequence())
     for (size_t i = 0; i < node.size(); ++i)
-      reject_duplicate_keys(node[i], file, path + "[" + std::to_string(i) + "]");
-  if (!node.IsMap()) return;
+      reject_duplicate_keys(node[i], file, path + "[" + std::to_string(i) + "]", walk);
+  if (node.IsMap()) reject_duplicate_map_keys(node, file, path, walk);
+  walk.within.pop_back();
+}
+
+void reject_duplicate_map_keys(const YAML::Node& node, const std::string& file, const std::string& path, Walk& walk) {
   std::map<std::string, int> seen;
   for (auto it = node.begin(); it != node.end(); ++it) {
     if (!it->first.IsScalar())
@@ -141,7 +172,7 @@ void reject_duplicate_keys(const YAML::Node& node, const std::string& file, cons
     if (!fresh)
       throw InputError(workloads::where(file, it->first) + ": key '" + dotted +
                        "': duplicate key (first given at line " + std::to_string(first->second) + ")");
-    reject_duplicate_keys(it->second, file, dotted);
+    reject_duplicate_keys(it->second, file, dotted, walk);
   }
 }
 
@@ -154,7 +185,8 @@ YAML::Node parse_yaml(const std::string& text, const std::string& file) {
   } catch (const YAML::ParserException& e) {
     throw InputError(file + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
-  reject_duplicate_keys(root, file, "");
+  Walk walk;
+  reject_duplicate_keys(root, file, "", walk);
   return root;
 }
 

@@ -84,6 +84,26 @@ TEST(YamlErrors, SyntaxErrorAndMissingFile) {
   EXPECT_EQ(error_of([&] { load_model("gpt5"); }).rfind("unknown model 'gpt5' (the zoo has: ", 0), 0u);
 }
 
+// An alias inside the node it names is a cycle that yaml-cpp builds and every reader would
+// follow for ever (a fuzzer's find: the process overflowed its stack); so is nesting without end.
+TEST(YamlErrors, AnAliasInsideItsOwnNodeOrDeepNestingIsRefused) {
+  EXPECT_EQ(error_of([&] { parse_model("na: &lama2\n- - xn m'e: *lama2\n- - 2-b\n", "m.yaml"); }),
+            "m.yaml:1: key 'na[0][0].xn m'e': an alias inside the node it names");
+  std::string deep = "layers: ";
+  for (int i = 0; i < 100; ++i) deep += "[";
+  for (int i = 0; i < 100; ++i) deep += "]";
+  EXPECT_EQ(error_of([&] { parse_model(deep + "\n", "d.yaml"); }).rfind("d.yaml:1: key 'layers", 0), 0u);
+  EXPECT_NE(error_of([&] { parse_model(deep + "\n", "d.yaml"); }).find("nested more than 64 levels deep"),
+            std::string::npos);
+  // Aliases that repeat a list twice over, 30 times: 2^30 lists to read.
+  std::string laughs = "a0: &a0 [x, x]\n";
+  for (int i = 1; i <= 30; ++i)
+    laughs += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [*a" + std::to_string(i - 1) + ", *a" +
+              std::to_string(i - 1) + "]\n";
+  EXPECT_NE(error_of([&] { parse_model(laughs, "l.yaml"); }).find("more than 1000000 mappings and lists"),
+            std::string::npos);
+}
+
 TEST(YamlErrors, StrategySectionIsCheckedToo) {
   const std::string text =
       "layers: 4\nhidden: 64\nheads: 4\nseq: 8\nvocab: 128\nstrategy:\n  tp: 2\n  schedul: 1f1b\n";
