@@ -326,8 +326,8 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
            " between GPUs report a like node's traffic\n";
   if (r.echo_nodes > 0)
     out << "  echo nodes            " << r.echo_nodes
-        << " nodes of a simulated GPU and GPUs replaying it: its rings among them ran alone, each transfer standing"
-           " for every member's (their links report them all)\n";
+        << " nodes of a simulated GPU and GPUs replaying it: its rings and in-switch reductions among them ran"
+           " alone, each transfer standing for every member's (their links report them all)\n";
   if (r.links_never_filling > 0)
     out << "  links never filling   " << r.links_never_filling
         << " network links between switches carry less than they can whatever the traffic: rates were solved"

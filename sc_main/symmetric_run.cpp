@@ -95,6 +95,39 @@ bool rings_apart(const platforms::RoutedPaths& paths, const std::vector<int>& ri
   return true;
 }
 
+// Whether `members` reach their NVSwitches alike for in-switch reduction: each owner's chunks
+// go to the same switch from every member (every hashed choice of it), over links of the
+// sender's own, and come back from it over links of the receiver's own. Then every member's
+// contribution to a shard crosses what the simulated GPU's own does (FlowFabric::echo_reduced).
+bool switches_alike(const platforms::RoutedPaths& paths, const std::vector<int>& members) {
+  std::vector<std::pair<uint32_t, size_t>> used;  // (link, the member sending or receiving over it)
+  std::vector<uint32_t> links;
+  protocol::FabricTransfer t;
+  t.purpose = protocol::TransferPurpose::SwitchReduce;
+  for (int owner : members) {
+    t.destination = uint32_t(owner);
+    for (uint32_t chunk = 0; chunk < 64; ++chunk) {  // the switches its hash picks among
+      t.chunk = chunk;
+      uint32_t first = 0;
+      for (size_t i = 0; i < members.size(); ++i) {
+        t.source = uint32_t(members[i]);
+        const uint32_t sw = paths.path_to_switch(t, links);
+        if (i == 0) first = sw;
+        if (sw != first) return false;
+        for (uint32_t l : links) used.emplace_back(l, i);
+        protocol::FabricTransfer back = t;
+        back.destination = back.source;
+        paths.path_from_switch(sw, back, links);
+        for (uint32_t l : links) used.emplace_back(l, i);
+      }
+    }
+  }
+  std::sort(used.begin(), used.end());
+  for (size_t k = 1; k < used.size(); ++k)
+    if (used[k].first == used[k - 1].first && used[k].second != used[k - 1].second) return false;
+  return true;
+}
+
 // The one ring of the slots `echoed` (their communicators' members in ring order), or null
 // where they name rings of different orders (two rings at once would share the node's links
 // between the members of one and of the other) or one whose members' transfers share links.
@@ -111,8 +144,8 @@ const std::vector<int>* echoed_ring(const platforms::Platform& platform, const w
 }
 
 // Per op of `rank`'s program, whether it is a call on the slots `echoed` that the rank can make
-// for every member (CollectiveEngine::echoes: a ring in flow fidelity; the others' calls are
-// made as usual, by every member). None where the slots' ring is not one the rank can echo, or
+// for every member (CollectiveEngine::echoes: a ring or NVLS in flow fidelity, NVLS where the
+// members reach their switches alike; the others' calls are made as usual, by every member). None where the slots' ring is not one the rank can echo, or
 // where a call made as usual may run beside an echoed one (they are on different streams): its
 // transfers would share the node's links with the echoes' images, which do not run.
 std::shared_ptr<std::vector<bool>> echoed_calls(const platforms::Platform& platform, const workloads::Job& job,
@@ -123,7 +156,7 @@ std::shared_ptr<std::vector<bool>> echoed_calls(const platforms::Platform& platf
   const std::vector<workloads::Op>& ops = rank.program->ops;
   auto out = std::make_shared<std::vector<bool>>(ops.size(), false);
   std::set<uint16_t> streams;  // of the calls on the slots
-  bool any = false, all = true;
+  bool any = false, all = true, nvls = false;
   protocol::CollectiveEvent e;
   for (uint32_t i = 0; i < ops.size(); ++i) {
     const workloads::Op& op = ops[i];
@@ -131,12 +164,16 @@ std::shared_ptr<std::vector<bool>> echoed_calls(const platforms::Platform& platf
       continue;
     models::fill_communication_event(e, job, rank, i, op, 0);
     const auto [it, fresh] = checked.emplace(std::make_tuple(op.slot, e.bytes, int(e.kind), int(e.algorithm), int(e.protocol)), false);
-    if (fresh) it->second = engine.echoes(e);
+    if (fresh) {
+      it->second = engine.echoes(e);
+      nvls = nvls || (it->second && engine.choice(e).algorithm == models::CollectiveAlgorithm::Nvls);
+    }
     (*out)[i] = it->second;
     any = any || it->second;
     all = all && it->second;
     streams.insert(op.stream);
   }
+  if (nvls && !switches_alike(*platform.flow_paths(), *echoed_ring(platform, job, rank, echoed))) return nullptr;
   return any && (all || streams.size() == 1) ? out : nullptr;
 }
 

@@ -138,8 +138,16 @@ struct FabricTransfer : tlm::tlm_extension<FabricTransfer> {
   const AggregationTree* tree = nullptr;  // NetworkReduce/NetworkMulticast: the tree it climbs
   // Flow fidelity, an echo node's ring (CollectiveEngine::echo): the transfer stands for every
   // member's to the member after it (`members`, in ring order, are the ring); the fabric hands
-  // it back to its source on arrival and counts its images on their own links.
+  // it back to its source on arrival and counts its images on their own links. An echo node's
+  // in-switch reduction's chunks stand for every member's too, and arrive at their destination
+  // (FlowFabric::echo_reduced, echo_multicast).
   bool echo = false;
+
+  // The GPU the transfer arrives at: a ring's echo comes back to its source.
+  uint32_t receiver() const {
+    const bool switched = purpose == TransferPurpose::SwitchReduce || purpose == TransferPurpose::SwitchMulticast;
+    return echo && !switched ? source : destination;
+  }
 
   tlm::tlm_extension_base* clone() const override { return new FabricTransfer(*this); }
   void copy_from(const tlm::tlm_extension_base& other) override {

@@ -81,7 +81,9 @@ void CollectiveEngine::join_late(int communicator) {
 bool CollectiveEngine::echoes(const protocol::CollectiveEvent& e) const {
   const bool kind = e.kind == CollectiveOp::AllReduce || e.kind == CollectiveOp::ReduceScatter ||
                     e.kind == CollectiveOp::AllGather;
-  return config_.steady_state && kind && e.splits == nullptr && choice(e).algorithm == CollectiveAlgorithm::Ring;
+  if (!config_.steady_state || !kind || e.splits != nullptr) return false;
+  const CollectiveAlgorithm a = choice(e).algorithm;
+  return a == CollectiveAlgorithm::Ring || a == CollectiveAlgorithm::Nvls;
 }
 
 tlm::tlm_sync_enum CollectiveEngine::nb_transport_fw(tlm::tlm_generic_payload& gp,
@@ -192,9 +194,12 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
   if (config_.steady_state) steady_state(inst);
   if (!echoed_.empty() && echoed_[member] && echoes(e)) {
     // A ring's members are each other's images: what this rank receives from the member before
-    // it is what it sends to the one after (its own transfers, handed back: echo()).
-    if (phases.size() != 1) throw std::logic_error(std::string(name()) + ": an echoed ring of several phases");
-    phases[0].receives = phases[0].sends;
+    // it is what it sends to the one after (its own transfers, handed back: echo()). NVLS's
+    // are too, through the switch (FlowFabric::echo_reduced, echo_multicast).
+    if (algorithm == CollectiveAlgorithm::Ring) {
+      if (phases.size() != 1) throw std::logic_error(std::string(name()) + ": an echoed ring of several phases");
+      phases[0].receives = phases[0].sends;
+    }
     inst.echo = true;
   }
   if (config_.steady_state && inst.channel_rate > 0) {

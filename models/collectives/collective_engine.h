@@ -151,11 +151,13 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   // echo): the fabric carries it to its peer, hands it back to this rank as what the peer at the
   // same distance before it sent, and counts the peers' transfers, its images, on their links.
   // Only a ring in its steady state is its members' images (each sends to the next what it
-  // receives from the one before): a call on the communicator that runs anything else (a
-  // small all-reduce's tree) is made by every member as usual.
+  // receives from the one before), and NVLS, where every member sends each owner its shard
+  // through the switch that owner's chunks take (FlowFabric::echo_reduced, echo_multicast): a
+  // call on the communicator that runs anything else (a small all-reduce's tree) is made by
+  // every member as usual.
   void echo(int communicator);
-  // Whether the call `e` can be echoed: a ring all-reduce, reduce-scatter or all-gather in
-  // flow fidelity.
+  // Whether the call `e` can be echoed: a ring or NVLS all-reduce, reduce-scatter or
+  // all-gather in flow fidelity.
   bool echoes(const protocol::CollectiveEvent& e) const;
 
  private:

@@ -322,9 +322,8 @@ void FlowFabric::finish(uint32_t id, sc_dt::uint64 now) {
   const protocol::FabricTransfer& t = protocol::fabric_transfer(*f.gp);
   carried(f.path, f.shares, t.bytes, t.wire_factor);
   if (f.leg != PathProvider::kNoLeg) leg_carried(legs_[f.leg], t.bytes, t.wire_factor);
-  if (t.echo) images_carried(t);
-  // An echo goes back to its source (as what the member before it sent).
-  const uint32_t gpu = t.echo ? t.source : t.destination;
+  if (t.echo) images_carried(t, f.to_switch != kNone);
+  const uint32_t gpu = t.receiver();  // (a ring's echo: as what the member before it sent)
   const Timed arrival{std::max(now + f.latency, f.earliest), f.sequence, f.gp,
                       f.to_switch == kNone ? gpu : f.to_switch, f.to_switch};
   const bool first = arrivals_.empty() || later(arrivals_.front().time, arrivals_.front().sequence,
@@ -341,8 +340,14 @@ void FlowFabric::finish(uint32_t id, sc_dt::uint64 now) {
 
 void FlowFabric::carried(const std::vector<uint32_t>& path, const std::vector<double>& shares, uint64_t bytes,
                          float wire_factor) {
-  const protocol::LinkTiming* last = nullptr;  // a spread path's links mostly cost alike
-  sc_dt::uint64 busy = 0;
+  LinkCost cost;
+  carried(path, shares, bytes, wire_factor, cost);
+}
+
+void FlowFabric::carried(const std::vector<uint32_t>& path, const std::vector<double>& shares, uint64_t bytes,
+                         float wire_factor, LinkCost& cost) {
+  const protocol::LinkTiming*& last = cost.timing;  // a spread path's links mostly cost alike
+  sc_dt::uint64& busy = cost.busy;
   for (size_t i = 0; i < path.size(); ++i) {
     LinkState& link = links_[path[i]];
     const double share = PathProvider::share(shares, i);
@@ -389,20 +394,20 @@ const FlowFabric::LinkState& FlowFabric::counted(uint32_t link) const {
   return links_[link];
 }
 
-void FlowFabric::images_carried(const protocol::FabricTransfer& t) {
+void FlowFabric::images_carried(const protocol::FabricTransfer& t, bool into_switch) {
   const uint32_t n = t.member_count;
-  const int* ring = t.members;
-  const auto place = [&](uint32_t rank) {
-    return uint32_t(std::find(ring, ring + n, int(rank)) - ring);
-  };
-  const uint32_t from = place(t.source), to = place(t.destination);
-  if (from == n || to == n) throw std::logic_error(std::string(name()) + ": an echo between ranks outside its ring");
+  const uint32_t from = member_place(t, t.source), to = member_place(t, t.destination);
+  const bool switched = to_switch(t.purpose);
   protocol::FabricTransfer image = t;
+  LinkCost cost;  // (the images cross links like each other's)
   for (uint32_t k = 1; k < n; ++k) {
-    image.source = uint32_t(ring[(from + k) % n]);
-    image.destination = uint32_t(ring[(to + k) % n]);
-    paths_.path(image, image_path_, image_shares_);
-    carried(image_path_, image_shares_, t.bytes, t.wire_factor);
+    image.source = uint32_t(t.members[(from + k) % n]);
+    image.destination = uint32_t(t.members[(to + k) % n]);
+    image_shares_.clear();
+    if (!switched) paths_.path(image, image_path_, image_shares_);
+    else if (into_switch) paths_.path_to_switch(image, image_path_);
+    else paths_.path_from_switch(sum_switch(image), image, image_path_);
+    carried(image_path_, image_shares_, t.bytes, t.wire_factor, cost);
   }
 }
 
@@ -449,17 +454,15 @@ void FlowFabric::at_switch(uint32_t id, tlm::tlm_generic_payload& gp) {
   ReductionUnit& u = unit(id);
   switch (t.purpose) {
     case protocol::TransferPurpose::SwitchReduce:
+      if (t.echo) return echo_reduced(id, gp);
       if (!u.contribute(t.flow, ReductionUnit::switch_part(t), t.member_count)) return absorb(gp);
       // The last contribution's payload carries the sum to the owner.
       ++reductions_;
       paths_.path_from_switch(id, t, path_);
       return start(gp, u, kNone, true);
     case protocol::TransferPurpose::SwitchMulticast: {
-      const protocol::FabricTransfer copy = t;
-      const unsigned length = gp.get_data_length();
-      absorb(gp);
-      u.multicast_done();
-      ++multicasts_;
+      if (t.echo) return echo_multicast(id, gp);
+      const auto [copy, length] = multicast_arrived(u, gp, 1);
       for (uint32_t m = 0; m < copy.member_count; ++m) {
         tlm::tlm_generic_payload& c = u.copy(copy, length);  // the copy's own reference
         c.acquire();                                         // and the fabric's
@@ -483,13 +486,64 @@ void FlowFabric::at_switch(uint32_t id, tlm::tlm_generic_payload& gp) {
   }
 }
 
-void FlowFabric::spread(uint32_t id, tlm::tlm_generic_payload& gp) {
-  const protocol::FabricTransfer t = protocol::fabric_transfer(gp);
-  const unsigned length = gp.get_data_length();
-  absorb(gp);
+// An echo node's in-switch reduction (CollectiveEngine::echo): every member sends each owner's
+// shard over links like the simulated GPU's own (the switches' ports alike, the same hashed
+// choice of switch for each owner), so every member's contribution to its shard arrives when
+// its own does. That one completes the sum; its transfers of the others' shards stand for the
+// others' to their owners, whose sums nobody simulated waits for.
+void FlowFabric::echo_reduced(uint32_t id, tlm::tlm_generic_payload& gp) {
+  const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
+  if (t.destination != t.source) return absorb(gp);
+  reductions_ += t.member_count;
+  paths_.path_from_switch(id, t, path_);
+  start(gp, unit(id), kNone, true);
+}
+
+// An echo node's multicast: the simulated GPU receives every owner's sum as each member receives
+// its own, from the switch the owner's multicast reaches, at once. The copy for the member k
+// places after it stands for what it receives from the owner k places before it (the image of
+// that copy, turned by k), so each copy comes to it from that owner's switch.
+void FlowFabric::echo_multicast(uint32_t id, tlm::tlm_generic_payload& gp) {
   ReductionUnit& u = unit(id);
+  const auto [copy, length] = multicast_arrived(u, gp, protocol::fabric_transfer(gp).member_count);
+  const uint32_t n = copy.member_count, self = member_place(copy, copy.source);
+  for (uint32_t k = 0; k < n; ++k) {
+    tlm::tlm_generic_payload& c = u.copy(copy, length);  // the copy's own reference
+    c.acquire();                                         // and the fabric's
+    protocol::FabricTransfer& ct = protocol::fabric_transfer(c);
+    ct.source = uint32_t(copy.members[(self + n - k) % n]);  // the owner it stands for
+    const uint32_t from = k == 0 ? id : sum_switch(ct);
+    paths_.path_from_switch(from, ct, path_);
+    start(c, u, kNone, true);
+  }
+}
+
+uint32_t FlowFabric::member_place(const protocol::FabricTransfer& t, uint32_t rank) const {
+  const int* members = t.members;
+  const uint32_t place = uint32_t(std::find(members, members + t.member_count, int(rank)) - members);
+  if (place == t.member_count) throw std::logic_error(std::string(name()) + ": an echo between ranks outside its communicator");
+  return place;
+}
+
+// The switch that reduces or multicasts the shard of the owner of an echo's leg out of a switch
+// (a sum goes to its owner, a copy comes from its owner): where that owner's own chunk goes.
+uint32_t FlowFabric::sum_switch(const protocol::FabricTransfer& t) {
+  protocol::FabricTransfer own = t;
+  own.source = own.destination = t.purpose == protocol::TransferPurpose::SwitchReduce ? t.destination : t.source;
+  return paths_.path_to_switch(own, switch_path_);
+}
+
+FlowFabric::Multicast FlowFabric::multicast_arrived(ReductionUnit& u, tlm::tlm_generic_payload& gp, uint32_t counted) {
+  const Multicast arrived{protocol::fabric_transfer(gp), gp.get_data_length()};
+  absorb(gp);
   u.multicast_done();
-  ++multicasts_;
+  multicasts_ += counted;
+  return arrived;
+}
+
+void FlowFabric::spread(uint32_t id, tlm::tlm_generic_payload& gp) {
+  ReductionUnit& u = unit(id);
+  const auto [t, length] = multicast_arrived(u, gp, 1);
   const auto& v = ReductionUnit::vertex(t, paths_.tree_device(id), name());
   for (uint32_t k = v.first_child; k < v.first_child + v.children; ++k) {
     const protocol::AggregationTree::Child& child = t.tree->down[k];

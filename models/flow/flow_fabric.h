@@ -256,6 +256,13 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   void deliver();
   // A flow that ended at switch `id`: what the switch does with it (reduce, multicast).
   void at_switch(uint32_t id, tlm::tlm_generic_payload& gp);
+  // A chunk to multicast that reached unit `u`: what it carries, its payload released, counted
+  // as `counted` multicasts.
+  struct Multicast {
+    protocol::FabricTransfer transfer;
+    unsigned length;
+  };
+  Multicast multicast_arrived(ReductionUnit& u, tlm::tlm_generic_payload& gp, uint32_t counted);
   // The sum `gp` carries at network switch `id` goes down the aggregation tree; releases gp.
   void spread(uint32_t id, tlm::tlm_generic_payload& gp);
   ReductionUnit& unit(uint32_t id);
@@ -264,9 +271,23 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   void finish(uint32_t id, sc_dt::uint64 now);
   // Adds a finished transfer of `bytes` to the figures of the links of `path`.
   void carried(const std::vector<uint32_t>& path, const std::vector<double>& shares, uint64_t bytes, float wire_factor);
+  // The same, with the busy time of the last link timing met kept in `cost` between calls.
+  struct LinkCost {
+    const protocol::LinkTiming* timing = nullptr;
+    sc_dt::uint64 busy = 0;
+  };
+  void carried(const std::vector<uint32_t>& path, const std::vector<double>& shares, uint64_t bytes, float wire_factor,
+               LinkCost& cost);
   // An echo (FabricTransfer::echo) finished: its images, every other member's transfer to the
-  // member at the same distance along the ring, finished too, on their own links.
-  void images_carried(const protocol::FabricTransfer& t);
+  // member at the same distance along the ring, finished too, on their own links
+  // (`into_switch`: an in-switch reduction's leg into the switch, else out of it).
+  void images_carried(const protocol::FabricTransfer& t, bool into_switch);
+  // An echo node's in-switch reduction and multicast at switch `id` (at_switch).
+  void echo_reduced(uint32_t id, tlm::tlm_generic_payload& gp);
+  void echo_multicast(uint32_t id, tlm::tlm_generic_payload& gp);
+  // Where `rank` is among an echo's members.
+  uint32_t member_place(const protocol::FabricTransfer& t, uint32_t rank) const;
+  uint32_t sum_switch(const protocol::FabricTransfer& t);
   void settle(uint32_t id, sc_dt::uint64 now);
   sc_dt::uint64 ticks(double seconds) const;
   // Indexed min-heap of the active flows' completion times.
@@ -299,6 +320,7 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   std::vector<double> hop_weights_;
   std::vector<uint32_t> image_path_;  // scratch: an echo's image's path and shares
   std::vector<double> image_shares_;
+  std::vector<uint32_t> switch_path_;  // scratch: the path to an owner's switch (sum_switch)
   sc_core::sc_event wake_;
   sc_core::sc_event arrival_;
   double tick_s_ = 0.0;

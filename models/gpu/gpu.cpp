@@ -70,7 +70,7 @@ void Gpu::flow_arrived(uint32_t, tlm::tlm_generic_payload& gp) {
 
 void Gpu::check_destination(tlm::tlm_generic_payload& gp) const {
   const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
-  if ((t.echo ? t.source : t.destination) != static_cast<uint32_t>(rank_))  // an echo comes back
+  if (t.receiver() != static_cast<uint32_t>(rank_))
     throw std::runtime_error(std::string(name()) + ": received a chunk for GPU " +
                              std::to_string(protocol::fabric_transfer(gp).destination));
 }

@@ -114,11 +114,15 @@ INSTANTIATE_TEST_SUITE_P(
                                     "--tp 2 --pp 1 --dp 8 --ep 4 --sequence-parallel --global-batch 16", Replay::Holds},
         Case{"oversubscribed_fat_tree", "--platform dgx-a100 --nodes 6 --set network.oversubscription=3 --tp 4 "
                                         "--pp 2 --dp 6 --global-batch 24" + kSmall, Replay::Holds},
-        Case{"multi_rail", "--platform hgx-h200 --nodes 4 --tp 8 --pp 2 --dp 2 --global-batch 16" + kSmall, Replay::Holds, 2, 1},
+        Case{"multi_rail", "--platform hgx-h200 --nodes 4 --tp 8 --pp 2 --dp 2 --global-batch 16" + kSmall, Replay::Holds, 2, 2},
         // Each node one stage's tensor-parallel group: nodes 0 and 1 echo their rings (hidden 4096:
         // all-reduces of 16 MiB, rings; the gradient norm's small one a tree), 2 and 3 are quiet.
         Case{"tensor_parallel_nodes", "--platform dgx-a100 --nodes 4 --tp 8 --pp 2 --dp 2 --global-batch 16 --model "
                                       "gpt3-1.3b --layers 4 --hidden 4096 --heads 32 --micro-batch 1", Replay::Holds, 2, 2},
+        // The same on DGX H100: the tensor-parallel all-reduces of 16 MiB run as NVLS, in-switch
+        // reductions that nodes 0 and 1 echo too.
+        Case{"nvls_nodes", "--platform dgx-h100 --nodes 4 --tp 8 --pp 2 --dp 2 --global-batch 16 --model "
+                           "gpt3-1.3b --layers 4 --hidden 4096 --heads 32 --micro-batch 1", Replay::Holds, 2, 2},
         Case{"torus", "--platform torus-3d --nodes 8 --set 'network.torus_dims=[2, 2, 2]' --tp 4 --pp 2 --dp 8 "
                       "--global-batch 16" + kSmall, Replay::Holds},
         // Uneven placement on an oversubscribed tree: replicas' transfers share uplinks unequally,
@@ -137,7 +141,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"parting_alike", "--platform dgx-h100 --nodes 64 --model llama3-70b --layers 8 --micro-batch 1 --tp 2 "
                               "--pp 4 --dp 64 --global-batch 256", Replay::PartsAlike},
         Case{"quiet_nodes_part_alike", "--platform dgx-h100 --nodes 64 --tp 8 --pp 2 --dp 32 --global-batch 128" + kSmall,
-             Replay::PartsAlike, 62, 1},
+             Replay::PartsAlike, 62, 2},
         // The pipeline's gradient transfers of replicas under different leaves complete hundreds of
         // microseconds apart where their GPUs cannot part (echo nodes, and the nodes quiet nodes
         // mirror): the run is made in full.

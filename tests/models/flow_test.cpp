@@ -597,6 +597,25 @@ class SwitchPaths : public TablePaths {
   }
 };
 
+// Injects an in-switch reduction's chunk among `members`: step 0 a contribution, 1 a multicast.
+void inject_switched(protocol::PayloadPool& pool, models::FlowFabric& fabric, models::PacketSource& source,
+                     uint32_t from, uint32_t to, uint64_t bytes, uint64_t flow, protocol::TransferPurpose purpose,
+                     const std::vector<int>& members, bool echo) {
+  tlm::tlm_generic_payload* gp = pool.acquire();
+  protocol::FabricTransfer& t = protocol::fabric_transfer(*gp);
+  t = protocol::FabricTransfer{};
+  t.source = from;
+  t.destination = to;
+  t.bytes = bytes;
+  t.flow = flow;
+  t.step = purpose == protocol::TransferPurpose::SwitchReduce ? 0 : 1;
+  t.purpose = purpose;
+  t.members = members.data();
+  t.member_count = uint32_t(members.size());
+  t.echo = echo;
+  fabric.inject(*gp, source);
+}
+
 // Wave w (at w ms): every GPU contributes S to GPU 0's chunk (step 0); 500 us later GPU 1
 // multicasts S to every GPU (step 1). Arrival times per (wave, step, rank).
 class SwitchScenario : public sc_core::sc_module, public models::PacketSource, public models::FlowSink {
@@ -626,18 +645,7 @@ class SwitchScenario : public sc_core::sc_module, public models::PacketSource, p
 
  private:
   void inject(uint32_t source, uint32_t destination, int wave, protocol::TransferPurpose purpose) {
-    tlm::tlm_generic_payload* gp = pool_.acquire();
-    protocol::FabricTransfer& t = protocol::fabric_transfer(*gp);
-    t = protocol::FabricTransfer{};
-    t.source = source;
-    t.destination = destination;
-    t.bytes = bytes_;
-    t.flow = uint64_t(wave);
-    t.step = purpose == protocol::TransferPurpose::SwitchReduce ? 0 : 1;
-    t.purpose = purpose;
-    t.members = members_.data();
-    t.member_count = ranks_;
-    fabric.inject(*gp, *this);
+    inject_switched(pool_, fabric, *this, source, destination, bytes_, uint64_t(wave), purpose, members_, false);
   }
   void drive() {
     for (int w = 0; w < waves_; ++w) {
@@ -703,6 +711,87 @@ TEST_F(FlowFabricTest, ASwitchThatReducesSendsOneSumAndOneCopyPerMember) {
   EXPECT_EQ(r["multicasts"].get<uint64_t>(), 2u);
   EXPECT_EQ(r["payloads_in_use"].get<uint64_t>(), 0u);
   EXPECT_EQ(r["allocations"].get<uint64_t>(), 0u);
+}
+
+// An NVLS all-reduce among `ranks` GPUs on one switch: every GPU sends each owner its shard
+// (step 0), and when its own sum is back multicasts it (step 1). Echoed, GPU 0 alone makes it
+// (FabricTransfer::echo): its transfers stand for every member's.
+class NvlsScenario : public sc_core::sc_module, public models::PacketSource, public models::FlowSink {
+ public:
+  NvlsScenario(sc_core::sc_module_name name, const SwitchPaths& paths, uint32_t ranks, bool echo)
+      : sc_module(name), fabric("fabric", paths, &pool_), ranks_(ranks), echo_(echo), arrivals_(2 * ranks) {
+    for (uint32_t r = 0; r < ranks; ++r) members_.push_back(int(r)), fabric.attach(r, *this);
+    SC_HAS_PROCESS(NvlsScenario);
+    SC_THREAD(drive);
+  }
+  void packet_left(tlm::tlm_generic_payload&) override {}
+  void flow_arrived(uint32_t rank, tlm::tlm_generic_payload& gp) override {
+    const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
+    auto& a = arrivals_[size_t(t.step) * ranks_ + rank];
+    a.first = sc_core::sc_time_stamp().value();
+    ++a.second;
+    const bool sum = t.step == 0;
+    gp.release();
+    if (sum) inject(rank, rank, protocol::TransferPurpose::SwitchMulticast);
+  }
+  // When the last chunk of `step` reached `rank`, and how many did.
+  const std::pair<uint64_t, int>& arrival(int step, uint32_t rank) const { return arrivals_[size_t(step) * ranks_ + rank]; }
+  const protocol::PayloadPool& pool() const { return pool_; }
+
+  models::FlowFabric fabric;
+
+ private:
+  void inject(uint32_t source, uint32_t destination, protocol::TransferPurpose purpose) {
+    inject_switched(pool_, fabric, *this, source, destination, kS, 0, purpose, members_, echo_);
+  }
+  void drive() {
+    for (uint32_t r = 0; r < (echo_ ? 1 : ranks_); ++r)
+      for (uint32_t owner = 0; owner < ranks_; ++owner) inject(r, owner, protocol::TransferPurpose::SwitchReduce);
+  }
+
+  protocol::PayloadPool pool_;
+  uint32_t ranks_;
+  bool echo_;
+  std::vector<int> members_;
+  std::vector<std::pair<uint64_t, int>> arrivals_;  // by (step, rank)
+};
+
+// The echoed call: GPU 0 gets its sum and every owner's copy when it does in the full call (n
+// shards up its link, then its sum down, then n copies down), and every link reports the bytes
+// the full call puts on it, the other members' through the echo's images.
+TEST_F(FlowFabricTest, AnEchoedNvlsCallArrivesAndCarriesAsEveryMembersOwn) {
+  const uint32_t ranks = 4;
+  const SwitchPaths paths(ranks, kB, ns(500));
+  const auto simulate = [&](bool echo) {
+    return testing::run_in_child([&] {
+      NvlsScenario scenario("scenario", paths, ranks, echo);
+      sc_core::sc_start();
+      nlohmann::json j;
+      for (int step = 0; step < 2; ++step) {
+        j["arrived"].push_back(scenario.arrival(step, 0).first);
+        j["count"].push_back(scenario.arrival(step, 0).second);
+      }
+      for (uint32_t l = 0; l < scenario.fabric.links(); ++l) j["link_bytes"].push_back(scenario.fabric.bytes_carried(l));
+      j["reductions"] = scenario.fabric.reductions();
+      j["multicasts"] = scenario.fabric.multicasts();
+      j["payloads_in_use"] = scenario.pool().in_use();
+      return j;
+    });
+  };
+  const nlohmann::json full = simulate(false), echo = simulate(true);
+  ASSERT_FALSE(full.contains("error")) << full.dump();
+  ASSERT_FALSE(echo.contains("error")) << echo.dump();
+  const uint64_t leg = 10 * kUs + 500000;  // S/B + latency
+  EXPECT_EQ(full["arrived"][0].get<uint64_t>(), ranks * 10 * kUs + 500000 + leg);  // n shards up, the sum down
+  EXPECT_EQ(full["count"], nlohmann::json::array({1, int(ranks)}));
+  EXPECT_EQ(echo["arrived"], full["arrived"]);
+  EXPECT_EQ(echo["count"], full["count"]);
+  EXPECT_EQ(echo["link_bytes"], full["link_bytes"]);
+  for (uint32_t l = 0; l < 2 * ranks; ++l)
+    EXPECT_EQ(full["link_bytes"][l].get<uint64_t>(), (ranks + 1) * kS) << l;  // n shards and a multicast up; a sum and n copies down
+  EXPECT_EQ(echo["reductions"], full["reductions"]);
+  EXPECT_EQ(echo["multicasts"], full["multicasts"]);
+  EXPECT_EQ(echo["payloads_in_use"].get<uint64_t>(), 0u);
 }
 
 // 10,000 flows at once on 100 up-links and 100 down-links, exactly 100 flows on each link: each
