@@ -317,7 +317,8 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
     out << "  parted                " << r.gpus_parted
         << " replaying GPUs whose calls came apart from their representatives' ran their own programs from there"
         << (r.gpus_followed_parted > 0
-                ? "; " + std::to_string(r.gpus_followed_parted) + " more that came apart alike replay one of them"
+                ? "; " + std::to_string(r.gpus_followed_parted) + " more replay one of them (those that came apart alike, and"
+                      " the GPUs of a parted node whose calls among them it echoes)"
                 : std::string())
         << "\n";
   if (r.quiet_nodes > 0)

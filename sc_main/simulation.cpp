@@ -240,9 +240,9 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
     rr.bytes_received = platform.gpu(r).collectives().bytes_received();
   }
   for (size_t r = 0; symmetry != nullptr && r < platform.gpu_count(); ++r) {
-    if (symmetry->echoing(r)) continue;
-    // A quiet node's calls among its GPUs: its mirror's bytes (docs/fidelity.md, "Quiet nodes").
-    const auto [sent, received] = symmetry->left_out_bytes(r);
+    // A quiet node's calls among its GPUs: its mirror's bytes (docs/fidelity.md, "Quiet nodes");
+    // an echo node's follower: its leader's (that of a quiet node that parted echoing).
+    const auto [sent, received] = symmetry->left_out_bytes(symmetry->echoing(r) ? size_t(symmetry->leader(int(r))) : r);
     result.ranks[r].bytes_sent += sent;
     result.ranks[r].bytes_received += received;
   }

@@ -177,42 +177,48 @@ std::shared_ptr<std::vector<bool>> echoed_calls(const platforms::Platform& platf
   return any && (all || streams.size() == 1) ? out : nullptr;
 }
 
+}  // namespace
+
 // Echo nodes (workloads::echo_nodes) whose rings among their GPUs give each member links of its
 // own: the simulated GPU makes those rings alone (CollectiveEngine::echo), its followers leave
 // them out. Only where the links between a node's GPUs carry nothing through its gateways
-// (`quiet.apart`, found for quiet nodes). Returns the echo nodes; `echoing` marks their followers.
-int echo_node_calls(platforms::Platform& platform, const workloads::Job& job, const workloads::Replicas& replicas,
-                    const QuietLinks& quiet, std::vector<bool>& echoing) {
-  if (!quiet.apart) return 0;
-  const size_t g = platform.routing().topology().node.gpus;
-  const workloads::EchoNodes nodes = workloads::echo_nodes(job, replicas, int(g));
+// (`quiet.apart`, found for quiet nodes). Returns the echo nodes.
+int SymmetricRun::echo_node_calls() {
+  if (!quiet_.apart) return 0;
+  const size_t g = platform_.routing().topology().node.gpus;
+  const workloads::EchoNodes nodes = workloads::echo_nodes(job_, replicas_, int(g));
+  echo_.assign(nodes.simulated.size(), EchoNode{});
   int echo = 0;
   for (size_t node = 0; node < nodes.simulated.size(); ++node) {
     const int rep = nodes.simulated[node];
     if (rep < 0) continue;
-    const workloads::Rank& rank = job.ranks[size_t(rep)];
+    const workloads::Rank& rank = job_.ranks[size_t(rep)];
     const std::vector<bool>& slots = nodes.communicators[size_t(rep)];
-    const std::shared_ptr<const std::vector<bool>> calls = echoed_calls(platform, job, rank, slots);
+    const std::shared_ptr<const std::vector<bool>> calls = echoed_calls(platform_, job_, rank, slots);
     if (!calls) continue;
-    for (size_t slot = 0; slot < slots.size(); ++slot)
-      if (slots[slot]) platform.gpu(size_t(rep)).collectives().echo(rank.communicators[slot]);
+    echo_[node] = EchoNode{int(size_t(rep) - node * g), slots, calls};
+    echo_by(size_t(rep), echo_[node]);
     for (size_t r = node * g; r < (node + 1) * g; ++r) {
       if (int(r) == rep) continue;
-      platform.gpu(r).command_processor().leave_out_echoed(calls);
-      echoing[r] = true;
+      platform_.gpu(r).command_processor().leave_out_echoed(calls);
+      echoing_[r] = true;
     }
     ++echo;
   }
   return echo;
 }
 
-}  // namespace
+void SymmetricRun::echo_by(size_t gpu, const EchoNode& node) {
+  const workloads::Rank& rank = job_.ranks[gpu];
+  for (size_t slot = 0; slot < node.slots.size(); ++slot)
+    if (node.slots[slot]) platform_.gpu(gpu).collectives().echo(rank.communicators[slot]);
+}
 
 SymmetricRun::SymmetricRun(platforms::Platform& platform, const workloads::Job& job, workloads::Replicas replicas)
     : platform_(platform), job_(job), replicas_(std::move(replicas)), echoing_(job.ranks.size(), false) {
   follow_replicas(platform, replicas_, *this);
   quiet_ = leave_out_quiet_calls(platform, job, replicas_, *this);
-  echo_nodes_ = echo_node_calls(platform, job, replicas_, quiet_, echoing_);
+  echo_nodes_ = echo_node_calls();
   protocol::spawn_method("parting", &wake_, [this] { due(); });
 }
 
@@ -355,7 +361,10 @@ void SymmetricRun::follow_parted(int follower, int parted) {
   for (size_t i = 0; i < g; ++i) {
     models::CommandProcessor& cp = platform_.gpu(node * g + i).command_processor();
     if (!cp.follower()) continue;
-    cp.follow_parted(platform_.gpu(to_node * g + i).command_processor());
+    size_t to = to_node * g + i;
+    const models::CommandProcessor& there = platform_.gpu(to).command_processor();
+    if (there.follower()) to = size_t(there.leader()->rank());  // a node that parted echoing (part_echoing)
+    cp.follow_parted(platform_.gpu(to).command_processor());
   }
   quiet_.nodes.mirror[node] = int(to_node);
 }
@@ -381,7 +390,10 @@ void SymmetricRun::part(int follower) {
 // Every GPU of a quiet node parts at once: the calls among them, left out so far, are theirs
 // from now on. A call among them that waits, on one of them, for a call apart, and that the
 // representative made for the others, each of those makes itself, so that it waits for that one.
+// Where the node mirrors an echo node and its GPUs came apart alike, one parts and echoes the
+// calls among them, the others replay it (part_echoing).
 void SymmetricRun::part_quiet_node(size_t node) {
+  if (part_echoing(node)) return;
   const size_t g = platform_.routing().topology().node.gpus;
   std::vector<size_t> gpus;
   for (size_t r = node * g; r < (node + 1) * g; ++r) {
@@ -390,7 +402,18 @@ void SymmetricRun::part_quiet_node(size_t node) {
     if (!gpu.command_processor().can_part()) return;
     gpus.push_back(r);
   }
-  // What the mirror's links between GPUs carried so far (the quiet node's carried nothing).
+  stop_mirroring(node, gpus);
+  for (size_t r : gpus) platform_.gpu(r).part(leader_gpu(int(r)));
+  for (size_t r : gpus)
+    for (uint32_t op : platform_.gpu(r).command_processor().unissued_calls())
+      for (size_t other : gpus)
+        if (other != r) platform_.gpu(other).command_processor().take_over(op);
+  parted_ += int(gpus.size());
+}
+
+// A quiet node that parts: what its mirror's links between GPUs carried so far (the quiet
+// node's carried nothing) and its GPUs' bytes among them, kept; its links its own from now on.
+void SymmetricRun::stop_mirroring(size_t node, const std::vector<size_t>& gpus) {
   models::FlowFabric& fabric = *platform_.flow_fabric();
   const platforms::RoutedPaths& paths = *platform_.flow_paths();
   PartedNode parted{node, size_t(quiet_.nodes.mirror[node]), {}};
@@ -417,12 +440,59 @@ void SymmetricRun::part_quiet_node(size_t node) {
   left_out_then_.resize(platform_.gpu_count());
   for (size_t r : gpus) left_out_then_[r] = left_out_bytes(r);  // (while it is quiet)
   quiet_.nodes.mirror[node] = -1;
-  for (size_t r : gpus) platform_.gpu(r).part(leader_gpu(int(r)));
-  for (size_t r : gpus)
-    for (uint32_t op : platform_.gpu(r).command_processor().unissued_calls())
-      for (size_t other : gpus)
-        if (other != r) platform_.gpu(other).command_processor().take_over(op);
-  parted_ += int(gpus.size());
+}
+
+// A quiet node that mirrors an echo node, whose GPUs all replay one GPU and came apart from it
+// alike (the same calls, on the same side, within kAlikeWithin): the GPU at the place of the
+// echo node's simulated one parts and echoes the calls among the node's GPUs, as that one does
+// (CollectiveEngine::echo); the others replay it and leave those calls out. Not where a call
+// among them that is not echoed is in flight: the GPUs that replay it now never issued it.
+bool SymmetricRun::part_echoing(size_t node) {
+  const int mirror = quiet_.nodes.mirror[node];
+  if (size_t(mirror) >= echo_.size() || echo_[size_t(mirror)].place < 0) return false;
+  const EchoNode echo = echo_[size_t(mirror)];
+  const size_t g = platform_.routing().topology().node.gpus, first = size_t(echo.place) + node * g;
+  models::CommandProcessor& cp = platform_.gpu(first).command_processor();
+  if (!cp.follower() || !cp.can_part()) return false;
+  const models::CommandProcessor& leader = *cp.leader();
+  const auto apart = cp.apart_calls();
+  std::vector<size_t> gpus;
+  for (size_t r = node * g; r < (node + 1) * g; ++r) {
+    const models::CommandProcessor& other = platform_.gpu(r).command_processor();
+    if (!other.follower() || other.leader() != &leader || !alike(other.apart_calls(), apart)) return false;
+    gpus.push_back(r);
+  }
+  for (uint32_t op : leader.in_flight())
+    if (!cp.replays(op) && !(*echo.calls)[op] && job_.ranks[first].program->ops[op].kind == workloads::OpKind::Collective)
+      return false;
+  stop_mirroring(node, gpus);
+  echo_by(first, echo);  // (before it resumes: it may issue them at once)
+  if (!platform_.gpu(first).part(leader_gpu(int(first)))) throw std::logic_error("a GPU that can part did not");
+  for (size_t r : gpus) {
+    if (r == first) continue;
+    models::CommandProcessor& follower = platform_.gpu(r).command_processor();
+    for (int communicator : follower.left_out_communicators()) platform_.gpu(r).collectives().join_late(communicator);
+    follower.leave_out({}, {});
+    follower.leave_out_echoed(echo.calls);
+    follower.follow_parted(cp);
+    echoing_[r] = true;
+  }
+  echo_[node] = echo;
+  ++parted_;
+  return true;
+}
+
+// Whether two GPUs' calls apart are the same calls, on the same sides, within kAlikeWithin.
+bool SymmetricRun::alike(const std::vector<std::tuple<uint32_t, bool, sc_core::sc_time>>& a,
+                         const std::vector<std::tuple<uint32_t, bool, sc_core::sc_time>>& b) {
+  const sc_core::sc_time within(kAlikeWithin, sc_core::SC_SEC);
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const auto& [op, side, at] = a[i];
+    const auto& [other_op, other_side, other_at] = b[i];
+    if (op != other_op || side != other_side || (at > other_at ? at - other_at : other_at - at) > within) return false;
+  }
+  return true;
 }
 
 // Parted nodes first: a quiet node may mirror one that parted (part_alike).

@@ -94,6 +94,19 @@ class SymmetricRun : public models::SymmetryMonitor {
   void due();
   void part(int follower);
   void part_quiet_node(size_t node);
+  void stop_mirroring(size_t node, const std::vector<size_t>& gpus);
+  bool part_echoing(size_t node);
+  static bool alike(const std::vector<std::tuple<uint32_t, bool, sc_core::sc_time>>& a,
+                    const std::vector<std::tuple<uint32_t, bool, sc_core::sc_time>>& b);
+  // Per node, where it echoes the calls among its GPUs: its GPU that makes them (its place in
+  // the node), their communicators' slots and the ops echoed (the others' left out).
+  struct EchoNode {
+    int place = -1;
+    std::vector<bool> slots;
+    std::shared_ptr<const std::vector<bool>> calls;
+  };
+  int echo_node_calls();
+  void echo_by(size_t gpu, const EchoNode& node);
   // A follower's (or a quiet node's) calls apart: what parts with it alike.
   struct Apart {
     int follower = 0;
@@ -118,6 +131,7 @@ class SymmetricRun : public models::SymmetryMonitor {
   workloads::Replicas replicas_;
   QuietLinks quiet_;
   std::vector<bool> echoing_;  // followers in echo nodes
+  std::vector<EchoNode> echo_;  // by node
   int echo_nodes_ = 0;
   double total_s_ = 0;
   Skew last_;

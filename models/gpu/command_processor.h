@@ -87,6 +87,8 @@ class CommandProcessor : public sc_core::sc_module {
   // A follower in an echo node (workloads::echo_nodes): per op of its program, whether its
   // representative makes the call alone (CollectiveEngine::echo); those it does not replay.
   void leave_out_echoed(std::shared_ptr<const std::vector<bool>> ops);
+  // A follower: whether it replays op `op` (it does not leave it out).
+  bool replays(uint32_t op) const;
   // A follower: every op it issued completed and matched its representative's.
   bool in_step() const { return replaying_ == 0 && unmatched_.size() == 0; }
   // A follower: whether a call it replays completed on one side only (it or its representative)
@@ -148,7 +150,6 @@ class CommandProcessor : public sc_core::sc_module {
   void start_iteration();
   void issue(uint32_t op);
   void replay(uint32_t op);
-  bool replays(uint32_t op) const;
   // Op `index` completed on the representative (`leader`) or on this follower.
   void matched(uint32_t index, bool leader);
   // A representative: a follower no longer replays `op` (it parted).
