@@ -187,7 +187,8 @@ EchoNodes echo_nodes(const Job& job, const Replicas& replicas, int gpus_per_node
       for (int peer : rank.peers) echo = echo && !shapes.internal_peer(rank.rank, peer);
       for (size_t slot = 0; slot < rank.communicators.size(); ++slot) {
         const int c = rank.communicators[slot];
-        if (!shapes.internal_communicator(c)) continue;
+        // (A communicator of one GPU moves nothing: a data-parallel group of dp 1.)
+        if (!shapes.internal_communicator(c) || job.communicators[size_t(c)].ranks.size() <= 1) continue;
         // The same call of the whole node at this slot on every GPU.
         echo = echo && shapes.whole_node(c) && slot < own.size() && own[slot] == c;
         any = true;

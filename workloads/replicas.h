@@ -60,7 +60,8 @@ QuietNodes quiet_nodes(const Job& job, const Replicas& replicas, int gpus_per_no
 //  - no call that reaches beyond the node has two members in it (as for quiet nodes);
 //  - no send or receive joins two of its GPUs;
 //  - every communicator of its GPUs' that lies inside the node holds all of the node's GPUs,
-//    and each GPU names it at the same slot as the simulated GPU.
+//    and each GPU names it at the same slot as the simulated GPU (a communicator of one GPU
+//    moves nothing and does not count).
 struct EchoNodes {
   std::vector<int> simulated;  // per node: its simulated GPU, or -1 where it is no echo node
   // Per rank, per slot, for an echo node's simulated GPU (empty for every other rank): a call on

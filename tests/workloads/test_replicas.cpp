@@ -134,17 +134,19 @@ TEST(EchoNodes, ASimulatedGpuAndItsFollowersWithCallsOfTheWholeNode) {
   for (int r : {1, 3, 4, 5, 6, 7}) EXPECT_TRUE(e.communicators[size_t(r)].empty()) << r;
 }
 
-TEST(EchoNodes, TwoSimulatedGpusOrSendsInTheNodeOrAPartOfItKeepTheirCalls) {
+TEST(EchoNodes, TwoSimulatedGpusOrSendsInTheNodeOrAnotherSlotKeepTheirCalls) {
   const Job job = pipeline_job();
   // Four GPUs per node: node 0 holds ranks 0 and 2, both simulated, and sends between them.
   EXPECT_EQ(echo_nodes(job, find_replicas(job), 4).echo, 0);
-  // A communicator of rank 0 alone lies in node 0 without holding all of it.
+  // A communicator of rank 0 alone moves nothing between GPUs (a data-parallel group of dp 1):
+  // node 0 still echoes, and the communicator is not one of its echoed slots.
   Job part = pipeline_job();
   part.communicators.push_back({"self", {0}});
   part.ranks[0].communicators.push_back(int(part.communicators.size()) - 1);
   const EchoNodes e = echo_nodes(part, find_replicas(part), 2);
-  EXPECT_EQ(e.simulated, (std::vector<int>{-1, 2, -1, -1}));
-  EXPECT_EQ(e.echo, 1);
+  EXPECT_EQ(e.simulated, (std::vector<int>{0, 2, -1, -1}));
+  EXPECT_EQ(e.echo, 2);
+  EXPECT_EQ(e.communicators[0], (std::vector<bool>{true, false, false}));
   // The tp pair named at another slot by the follower: not the same call at each GPU's slot.
   Job swapped = pipeline_job();
   std::swap(swapped.ranks[1].communicators[0], swapped.ranks[1].communicators[1]);
