@@ -283,7 +283,7 @@ void SymmetricRun::due() {
 // each completed in `at`, with its GPU and op.
 SymmetricRun::Apart SymmetricRun::apart_of(int follower) const {
   const size_t g = platform_.routing().topology().node.gpus, node = size_t(follower) / g;
-  const bool quiet = node < quiet_.nodes.mirror.size() && quiet_.nodes.mirror[node] >= 0;
+  const bool quiet = quiet_node(node);
   Apart a;
   a.follower = follower;
   a.shape.push_back(quiet ? 0 : 1);
@@ -323,7 +323,7 @@ void SymmetricRun::part_alike(const std::vector<int>& followers) {
   std::set<size_t> nodes_seen;
   for (int f : followers) {
     const size_t node = size_t(f) / g;
-    const bool quiet = node < quiet_.nodes.mirror.size() && quiet_.nodes.mirror[node] >= 0;
+    const bool quiet = quiet_node(node);
     if (!platform_.gpu(size_t(f)).command_processor().follower()) continue;
     if (quiet && !nodes_seen.insert(node).second) continue;
     Apart a = apart_of(f);
@@ -351,7 +351,7 @@ void SymmetricRun::part_alike(const std::vector<int>& followers) {
 // `follower` (with its quiet node) replays `parted` (with its node) from now on.
 void SymmetricRun::follow_parted(int follower, int parted) {
   const size_t g = platform_.routing().topology().node.gpus, node = size_t(follower) / g;
-  const bool quiet = node < quiet_.nodes.mirror.size() && quiet_.nodes.mirror[node] >= 0;
+  const bool quiet = quiet_node(node);
   if (!quiet) {
     models::CommandProcessor& to = platform_.gpu(size_t(parted)).command_processor();
     platform_.gpu(size_t(follower)).command_processor().follow_parted(to);
@@ -377,7 +377,7 @@ void SymmetricRun::part(int follower) {
   const size_t node = size_t(follower) / platform_.routing().topology().node.gpus;
   models::Gpu& gpu = platform_.gpu(size_t(follower));
   if (!gpu.command_processor().follower()) return;  // parted with its node already
-  if (node < quiet_.nodes.mirror.size() && quiet_.nodes.mirror[node] >= 0) {
+  if (quiet_node(node)) {
     part_quiet_node(node);
     return;
   }
@@ -429,9 +429,7 @@ void SymmetricRun::stop_mirroring(size_t node, const std::vector<size_t>& gpus) 
     lr.chunks = fabric.chunks_carried(id);
     lr.busy_s = fabric.busy_time(id).to_seconds();
     if (nested != nullptr) {
-      lr.bytes += nested->mirror_then[i].bytes;
-      lr.chunks += nested->mirror_then[i].chunks;
-      lr.busy_s += nested->mirror_then[i].busy_s;
+      add(lr, nested->mirror_then[i]);
     }
     parted.mirror_then.push_back(lr);
     fabric.allow(paths.node_link_id(uint32_t(node), t));
@@ -495,15 +493,23 @@ bool SymmetricRun::alike(const std::vector<std::tuple<uint32_t, bool, sc_core::s
   return true;
 }
 
+bool SymmetricRun::quiet_node(size_t node) const {
+  return node < quiet_.nodes.mirror.size() && quiet_.nodes.mirror[node] >= 0;
+}
+
+void SymmetricRun::add(LinkResult& to, const LinkResult& from) {
+  to.bytes += from.bytes;
+  to.chunks += from.chunks;
+  to.busy_s += from.busy_s;
+}
+
 // Parted nodes first: a quiet node may mirror one that parted (part_alike).
 void SymmetricRun::mirror_quiet_links(std::vector<LinkResult>& links, size_t first) const {
   const platforms::RoutedPaths& paths = *platform_.flow_paths();
   for (const PartedNode& p : parted_nodes_)
     for (size_t i = 0; i < quiet_.between_gpus.size(); ++i) {
       LinkResult& to = links[first + paths.node_link_id(uint32_t(p.node), quiet_.between_gpus[i])];
-      to.bytes += p.mirror_then[i].bytes;
-      to.chunks += p.mirror_then[i].chunks;
-      to.busy_s += p.mirror_then[i].busy_s;
+      add(to, p.mirror_then[i]);
     }
   quiet_.for_each(paths, [&](uint32_t to_id, uint32_t from_id) {
     LinkResult& to = links[first + to_id];
@@ -522,7 +528,7 @@ std::pair<uint64_t, uint64_t> SymmetricRun::left_out_bytes(size_t rank) const {
   std::pair<uint64_t, uint64_t> then = rank < left_out_then_.size() ? left_out_then_[rank] : std::pair<uint64_t, uint64_t>{};
   const models::CommandProcessor& cp = platform_.gpu(rank).command_processor();
   const size_t node = rank / platform_.routing().topology().node.gpus;
-  if (!cp.follower() || node >= quiet_.nodes.mirror.size() || quiet_.nodes.mirror[node] < 0) return then;
+  if (!cp.follower() || !quiet_node(node)) return then;
   // A quiet node's follower: every call of its leader among the leader's node's GPUs.
   const size_t leader = size_t(cp.leader()->rank());
   const models::CollectiveEngine& engine = platform_.gpu(leader).collectives();

@@ -92,6 +92,10 @@ class SymmetricRun : public models::SymmetryMonitor {
   // Parts the followers whose window has ended (each with the GPUs of its node where it is
   // quiet) where that can be done exactly; the others replay on.
   void due();
+  // Whether `node` is quiet now (it mirrors another).
+  bool quiet_node(size_t node) const;
+  // Adds `from`'s bytes, chunks and busy time to `to`'s.
+  static void add(LinkResult& to, const LinkResult& from);
   void part(int follower);
   void part_quiet_node(size_t node);
   void stop_mirroring(size_t node, const std::vector<size_t>& gpus);
