@@ -125,6 +125,11 @@ INSTANTIATE_TEST_SUITE_P(
         // reductions that nodes 0 and 1 echo too.
         Case{"nvls_nodes", "--platform dgx-h100 --nodes 4 --tp 8 --pp 2 --dp 2 --global-batch 16 --model "
                            "gpt3-1.3b --layers 4 --hidden 4096 --heads 32 --micro-batch 1", Replay::Holds, 2, 2},
+        // Sequence parallel, its reduce-scatters and all-gathers made as NVLS (forced: the tuner
+        // gives them rings), echoed alike.
+        Case{"nvls_sequence_parallel", "--platform dgx-h100 --nodes 4 --tp 8 --pp 2 --dp 2 --global-batch 16 --model "
+                                       "gpt3-1.3b --layers 4 --hidden 4096 --heads 32 --micro-batch 1 "
+                                       "--sequence-parallel --collective-algorithm nvls", Replay::Holds, 2, 2},
         // One replica (dp 1): its data-parallel communicators hold one GPU each and move
         // nothing, so its nodes echo too.
         Case{"one_replica_nodes", "--platform dgx-h100 --nodes 2 --tp 8 --pp 2 --dp 1 --global-batch 8 --model "
