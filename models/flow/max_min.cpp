@@ -157,36 +157,36 @@ void MaxMinFairShare::collect_flow(uint32_t flow) {
 void MaxMinFairShare::fill() {
   heap_.clear();
   for (uint32_t link : component_links_) {
-    Link& l = links_[link];
-    if (l.unfixed == 0) continue;
-    l.level = l.residual / l.weight;
-    l.heap_slot = static_cast<uint32_t>(heap_.size());
-    heap_.push_back(link);
+    const Link& l = links_[link];
+    if (l.unfixed != 0) heap_.push_back(HeapEntry{l.residual / l.weight, link});
   }
   for (size_t slot = heap_.size() / 2; slot-- > 0;) heap_down(slot);
-  while (!heap_.empty()) {
+  // The links left once every flow is fixed have nothing to fix: the fill ends there.
+  size_t unfixed = component_flows_.size();
+  while (!heap_.empty() && unfixed > 0) {
     // Levels only rise (by (c - w x)/(W - w) >= c/W for x <= c/W), so a stale entry sits too
     // high: refresh the top until it is current; the links below are never touched for it.
-    const uint32_t top = heap_.front();
-    Link& t = links_[top];
+    const HeapEntry top = heap_.front();
+    Link& t = links_[top.link];
     if (t.unfixed == 0) {
-      heap_remove(top);
+      heap_pop();
       continue;
     }
     if (t.stale) {
       t.stale = false;
-      t.level = t.residual / std::max(t.weight, 1e-300);
+      heap_.front().level = t.residual / std::max(t.weight, 1e-300);
       heap_down(0);
       continue;
     }
-    heap_remove(top);
-    const double level = t.level;
+    heap_pop();
+    const double level = top.level;
     // Every unfixed flow crossing the fullest link stops rising at its level.
     for (const Member& m : t.members) {
       Flow& f = flows_[m.flow];
       if (f.fixed) continue;
       f.fixed = true;
       f.rate = level;
+      --unfixed;
       for (const Hop& hop : f.hops) {
         Link& l = links_[hop.link];
         if (l.mark != epoch_) continue;  // slack: not in the component
@@ -207,50 +207,26 @@ void MaxMinFairShare::fill() {
   }
 }
 
-// Heap order: the lowest level first, ties to the lowest link id.
-bool MaxMinFairShare::before(uint32_t a, uint32_t b) const {
-  const double la = links_[a].level, lb = links_[b].level;
-  return la < lb || (la == lb && a < b);
-}
-
-// Moves the entry at `slot` up or down to where it belongs.
-void MaxMinFairShare::heap_place(size_t slot) {
-  const uint32_t link = heap_[slot];
-  while (slot > 0) {
-    const size_t parent = (slot - 1) / 2;
-    if (!before(link, heap_[parent])) break;
-    heap_[slot] = heap_[parent];
-    links_[heap_[slot]].heap_slot = static_cast<uint32_t>(slot);
-    slot = parent;
-  }
-  heap_[slot] = link;
-  heap_down(slot);
-}
-
+// Sifts the entry at `slot` down to where it belongs. The entries hold their keys, so ordering
+// them reads the heap alone, not the links.
 void MaxMinFairShare::heap_down(size_t slot) {
-  const uint32_t link = heap_[slot];
+  const HeapEntry e = heap_[slot];
   const size_t n = heap_.size();
   for (;;) {
     size_t child = 2 * slot + 1;
     if (child >= n) break;
-    if (child + 1 < n && before(heap_[child + 1], heap_[child])) ++child;
-    if (!before(heap_[child], link)) break;
+    if (child + 1 < n && heap_[child + 1].before(heap_[child])) ++child;
+    if (!heap_[child].before(e)) break;
     heap_[slot] = heap_[child];
-    links_[heap_[slot]].heap_slot = static_cast<uint32_t>(slot);
     slot = child;
   }
-  heap_[slot] = link;
-  links_[link].heap_slot = static_cast<uint32_t>(slot);
+  heap_[slot] = e;
 }
 
-void MaxMinFairShare::heap_remove(uint32_t link) {
-  const size_t slot = links_[link].heap_slot;
-  const uint32_t last = heap_.back();
+void MaxMinFairShare::heap_pop() {
+  heap_.front() = heap_.back();
   heap_.pop_back();
-  if (last == link) return;
-  heap_[slot] = last;
-  links_[last].heap_slot = static_cast<uint32_t>(slot);
-  heap_place(slot);
+  if (!heap_.empty()) heap_down(0);
 }
 
 }  // namespace tessera::models

@@ -9,7 +9,7 @@
 //
 // Progressive filling: every unfixed flow's rate rises together; the first link to fill (least
 // residual capacity per unit of unfixed weight crossing it) fixes every unfixed flow crossing it
-// at that level; repeat until every flow is fixed. An indexed min-heap of the component's links
+// at that level; repeat until every flow is fixed. A min-heap of the component's links
 // keyed by (level, link id) finds the next link to fill. A link's level only rises as flows are
 // fixed elsewhere, so a changed link is only marked stale and re-placed when it reaches the top.
 //
@@ -102,11 +102,16 @@ class MaxMinFairShare {
     bool stale = false;      // its flows changed since its level was placed in the heap
     // Scratch of the recompute that visits the link.
     uint32_t unfixed = 0;
-    uint32_t heap_slot = 0;
     uint32_t mark = 0;       // epoch of the last recompute that visited it
     double residual = 0.0;
     double weight = 0.0;     // sum of the weights of unfixed member flows
-    double level = 0.0;      // residual / weight: where it fills
+  };
+  // The fill's heap: a link and its level (residual / weight: where it fills), the lowest level
+  // first, ties to the lowest link id.
+  struct HeapEntry {
+    double level;
+    uint32_t link;
+    bool before(const HeapEntry& o) const { return level < o.level || (level == o.level && link < o.link); }
   };
 
   void touch(uint32_t link);
@@ -116,10 +121,8 @@ class MaxMinFairShare {
   void collect_flow(uint32_t flow);
   void collect_component();
   void fill();
-  bool before(uint32_t a, uint32_t b) const;
-  void heap_place(size_t slot);
   void heap_down(size_t slot);
-  void heap_remove(uint32_t link);
+  void heap_pop();
 
   std::vector<Flow> flows_;
   std::vector<uint32_t> free_;
@@ -129,7 +132,7 @@ class MaxMinFairShare {
   uint32_t epoch_ = 0;
   std::vector<uint32_t> component_links_;
   std::vector<uint32_t> component_flows_;
-  std::vector<uint32_t> heap_;      // link ids; links_[id].heap_slot is the index
+  std::vector<HeapEntry> heap_;
   size_t active_ = 0;
   uint64_t recomputations_ = 0;
   uint64_t hops_visited_ = 0;
