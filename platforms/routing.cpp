@@ -468,8 +468,7 @@ std::vector<uint8_t> Routing::node_link_use() const {
 uint32_t Routing::node_next(uint32_t node, uint32_t device, protocol::FabricTransfer& t) const {
   const NodeTemplate& nt = topology_.node;
   const uint64_t h = hash(t);
-  if (device < nt.gpus && (t.purpose == protocol::TransferPurpose::SwitchReduce ||
-                           t.purpose == protocol::TransferPurpose::SwitchMulticast)) {
+  if (device < nt.gpus && protocol::in_switch(t.purpose)) {
     if (nvswitch_ports_[device] == PortLists::kNone)
       throw std::runtime_error("GPU " + std::to_string(node * nt.gpus + device) +
                                " has no NVSwitch for in-switch reduction");

@@ -295,13 +295,23 @@ SymmetricRun::Apart SymmetricRun::apart_of(int follower) const {
     a.shape.push_back(cp.follower() ? 1 : 0);
     if (!cp.follower()) continue;
     a.shape.push_back(uint64_t(cp.leader()->rank()) - (quiet ? uint64_t(quiet_.nodes.mirror[node]) * g : 0));
-    for (const auto& [op, leader, at] : cp.apart_calls()) {
-      a.shape.push_back(uint64_t(op) << 1 | uint64_t(leader));
-      a.at.push_back(at);
-      a.call.emplace_back(int(r), op);
-    }
+    a.add_calls(int(r), cp);
   }
   return a;
+}
+
+// Appends GPU `rank`'s calls apart: which, on which side, in `shape`; when each completed, in `at`.
+void SymmetricRun::Apart::add_calls(int rank, const models::CommandProcessor& cp) {
+  for (const auto& [op, leader, when] : cp.apart_calls()) {
+    shape.push_back(uint64_t(op) << 1 | uint64_t(leader));
+    at.push_back(when);
+    call.emplace_back(rank, op);
+  }
+}
+
+// The same shape, and its calls completed within kAlikeWithin of the other's.
+bool SymmetricRun::Apart::alike(const Apart& other) const {
+  return shape == other.shape && from(other) <= sc_core::sc_time(kAlikeWithin, sc_core::SC_SEC);
 }
 
 // How far apart the calls of two followers (or nodes) of the same shape completed.
@@ -318,7 +328,6 @@ sc_core::sc_time SymmetricRun::Apart::from(const Apart& other) const {
 // added to the skew, as a follower's within its window is.
 void SymmetricRun::part_alike(const std::vector<int>& followers) {
   const size_t g = platform_.routing().topology().node.gpus;
-  const sc_core::sc_time within(kAlikeWithin, sc_core::SC_SEC);
   std::vector<std::vector<Apart>> groups;
   std::set<size_t> nodes_seen;
   for (int f : followers) {
@@ -327,9 +336,8 @@ void SymmetricRun::part_alike(const std::vector<int>& followers) {
     if (!platform_.gpu(size_t(f)).command_processor().follower()) continue;
     if (quiet && !nodes_seen.insert(node).second) continue;
     Apart a = apart_of(f);
-    const auto alike = std::find_if(groups.begin(), groups.end(), [&a, within](const std::vector<Apart>& group) {
-      return group.front().shape == a.shape && a.from(group.front()) <= within;
-    });
+    const auto alike = std::find_if(groups.begin(), groups.end(),
+                                    [&a](const std::vector<Apart>& group) { return a.alike(group.front()); });
     if (alike != groups.end()) alike->push_back(std::move(a));
     else groups.push_back({std::move(a)});
   }
@@ -453,11 +461,15 @@ bool SymmetricRun::part_echoing(size_t node) {
   models::CommandProcessor& cp = platform_.gpu(first).command_processor();
   if (!cp.follower() || !cp.can_part()) return false;
   const models::CommandProcessor& leader = *cp.leader();
-  const auto apart = cp.apart_calls();
+  Apart apart;
+  apart.add_calls(int(first), cp);
   std::vector<size_t> gpus;
   for (size_t r = node * g; r < (node + 1) * g; ++r) {
     const models::CommandProcessor& other = platform_.gpu(r).command_processor();
-    if (!other.follower() || other.leader() != &leader || !alike(other.apart_calls(), apart)) return false;
+    if (!other.follower() || other.leader() != &leader) return false;
+    Apart its;
+    its.add_calls(int(r), other);
+    if (!its.alike(apart)) return false;
     gpus.push_back(r);
   }
   for (uint32_t op : leader.in_flight())
@@ -477,19 +489,6 @@ bool SymmetricRun::part_echoing(size_t node) {
   }
   echo_[node] = echo;
   ++parted_;
-  return true;
-}
-
-// Whether two GPUs' calls apart are the same calls, on the same sides, within kAlikeWithin.
-bool SymmetricRun::alike(const std::vector<std::tuple<uint32_t, bool, sc_core::sc_time>>& a,
-                         const std::vector<std::tuple<uint32_t, bool, sc_core::sc_time>>& b) {
-  const sc_core::sc_time within(kAlikeWithin, sc_core::SC_SEC);
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const auto& [op, side, at] = a[i];
-    const auto& [other_op, other_side, other_at] = b[i];
-    if (op != other_op || side != other_side || (at > other_at ? at - other_at : other_at - at) > within) return false;
-  }
   return true;
 }
 

@@ -100,8 +100,6 @@ class SymmetricRun : public models::SymmetryMonitor {
   void part_quiet_node(size_t node);
   void stop_mirroring(size_t node, const std::vector<size_t>& gpus);
   bool part_echoing(size_t node);
-  static bool alike(const std::vector<std::tuple<uint32_t, bool, sc_core::sc_time>>& a,
-                    const std::vector<std::tuple<uint32_t, bool, sc_core::sc_time>>& b);
   // Per node, where it echoes the calls among its GPUs: its GPU that makes them (its place in
   // the node), their communicators' slots and the ops echoed (the others' left out).
   struct EchoNode {
@@ -118,6 +116,8 @@ class SymmetricRun : public models::SymmetryMonitor {
     std::vector<sc_core::sc_time> at;          // when each completed
     std::vector<std::pair<int, uint32_t>> call;  // on which GPU, which op
     sc_core::sc_time from(const Apart& other) const;
+    void add_calls(int rank, const models::CommandProcessor& cp);
+    bool alike(const Apart& other) const;
   };
   Apart apart_of(int follower) const;
   void part_alike(const std::vector<int>& followers);

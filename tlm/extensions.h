@@ -106,6 +106,12 @@ enum class TransferPurpose : uint8_t {
   NetworkMulticast
 };
 
+// A transfer into or out of an NVSwitch's reduction unit (NVLS), which the node's switch hash
+// places (platforms::Routing::switch_hash), whichever GPU sends it.
+inline bool in_switch(TransferPurpose p) {
+  return p == TransferPurpose::SwitchReduce || p == TransferPurpose::SwitchMulticast;
+}
+
 struct AggregationTree;  // tlm/aggregation_tree.h
 
 struct FabricTransfer : tlm::tlm_extension<FabricTransfer> {
@@ -145,8 +151,7 @@ struct FabricTransfer : tlm::tlm_extension<FabricTransfer> {
 
   // The GPU the transfer arrives at: a ring's echo comes back to its source.
   uint32_t receiver() const {
-    const bool switched = purpose == TransferPurpose::SwitchReduce || purpose == TransferPurpose::SwitchMulticast;
-    return echo && !switched ? source : destination;
+    return echo && !in_switch(purpose) ? source : destination;
   }
 
   tlm::tlm_extension_base* clone() const override { return new FabricTransfer(*this); }

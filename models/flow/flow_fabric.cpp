@@ -25,8 +25,7 @@ struct LaterArrival {
 };
 
 bool to_switch(protocol::TransferPurpose p) {
-  return p == protocol::TransferPurpose::SwitchReduce || p == protocol::TransferPurpose::SwitchMulticast ||
-         p == protocol::TransferPurpose::NetworkReduce;
+  return protocol::in_switch(p) || p == protocol::TransferPurpose::NetworkReduce;
 }
 
 [[noreturn]] void no_switches() {
