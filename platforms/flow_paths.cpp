@@ -99,14 +99,25 @@ uint32_t RoutedPaths::network_switch(uint32_t x) const {
 // that reduces the chunk: the GPU's NVSwitch, or the network switch at its home NIC's uplink.
 uint32_t RoutedPaths::path_to_switch(const protocol::FabricTransfer& transfer, std::vector<uint32_t>& links) const {
   links.clear();
+  const NodeTemplate& nt = topology_.node;
+  const uint32_t node = transfer.source / nt.gpus;
+  if (transfer.purpose != protocol::TransferPurpose::NetworkReduce && transfer.destination / nt.gpus == node)
+    return walk_to_switch(transfer, links, [&](uint32_t v) { return routing_.node_port(node, v, transfer); });
   protocol::FabricTransfer t = transfer;  // routing writes the chunk's gateway and turn
+  return walk_to_switch(t, links, [&](uint32_t v) { return routing_.node_next(node, v, t); });
+}
+
+// path_to_switch's walk, `next` choosing each device's port (a switch inside the node: no
+// copy of the transfer, which routing writes only on its way out of the node).
+template <typename Next>
+uint32_t RoutedPaths::walk_to_switch(const protocol::FabricTransfer& t, std::vector<uint32_t>& links, Next&& next) const {
   const NodeTemplate& nt = topology_.node;
   const Graph& ng = nt.graph;
   const bool network = t.purpose == protocol::TransferPurpose::NetworkReduce;
   const uint32_t node = t.source / nt.gpus;
   uint32_t v = t.source % nt.gpus;
   for (size_t hops = 0; hops <= ng.devices.size(); ++hops) {
-    const uint32_t port = routing_.node_next(node, v, t);
+    const uint32_t port = next(v);
     if (port >= ng.ports(v)) {  // a gateway's uplink: the switch at its other end
       const uint32_t gw = static_cast<uint32_t>(std::find(nt.gateways.begin(), nt.gateways.end(), v) - nt.gateways.begin());
       const uint32_t x = node * topology_.gateways_per_node() + gw;
@@ -122,11 +133,18 @@ uint32_t RoutedPaths::path_to_switch(const protocol::FabricTransfer& transfer, s
 }
 
 bool RoutedPaths::node_leg(uint32_t node, uint32_t v, protocol::FabricTransfer& t, std::vector<uint32_t>& links) const {
+  return walk_in_node(node, v, t, links, [&](uint32_t d) { return routing_.node_next(node, d, t); });
+}
+
+// node_leg's walk, `next` choosing each device's port.
+template <typename Next>
+bool RoutedPaths::walk_in_node(uint32_t node, uint32_t v, const protocol::FabricTransfer& t, std::vector<uint32_t>& links,
+                               Next&& next) const {
   const NodeTemplate& nt = topology_.node;
   const Graph& ng = nt.graph;
   for (size_t hops = 0; hops <= ng.devices.size(); ++hops) {
     if (v < nt.gpus && node * nt.gpus + v == t.destination) return true;
-    const uint32_t port = routing_.node_next(node, v, t);
+    const uint32_t port = next(v);
     if (port >= ng.ports(v)) return false;  // a gateway's uplinks: it leaves the node
     links.push_back(node_link(node, v, port));
     v = ng.neighbor(v, port);
@@ -135,8 +153,10 @@ bool RoutedPaths::node_leg(uint32_t node, uint32_t v, protocol::FabricTransfer& 
                          std::to_string(t.destination) + " does not end in node " + std::to_string(node));
 }
 
-void RoutedPaths::into_node(uint32_t node, uint32_t v, protocol::FabricTransfer t, std::vector<uint32_t>& links) const {
-  if (!node_leg(node, v, t, links))
+void RoutedPaths::into_node(uint32_t node, uint32_t v, const protocol::FabricTransfer& t, std::vector<uint32_t>& links) const {
+  // Every choice on the way is inside the node (Routing::inside_node): nothing written to `t`.
+  const bool inside = t.purpose != protocol::TransferPurpose::NetworkReduce && t.destination / topology_.node.gpus == node;
+  if (!inside || !walk_in_node(node, v, t, links, [&](uint32_t d) { return routing_.node_port(node, d, t); }))
     throw std::logic_error("no route inside node " + std::to_string(node) + " to GPU " + std::to_string(t.destination));
 }
 

@@ -88,7 +88,12 @@ class RoutedPaths : public models::PathProvider {
   mutable std::vector<uint32_t> spread_links_;    // template directed links
   mutable std::vector<double> spread_shares_;
   // The same to a GPU that is in the node.
-  void into_node(uint32_t node, uint32_t device, protocol::FabricTransfer t, std::vector<uint32_t>& links) const;
+  void into_node(uint32_t node, uint32_t device, const protocol::FabricTransfer& t, std::vector<uint32_t>& links) const;
+  template <typename Next>
+  bool walk_in_node(uint32_t node, uint32_t v, const protocol::FabricTransfer& t, std::vector<uint32_t>& links,
+                    Next&& next) const;
+  template <typename Next>
+  uint32_t walk_to_switch(const protocol::FabricTransfer& t, std::vector<uint32_t>& links, Next&& next) const;
   // The switch id of network device `x` (a switch), or of the device past the gateways.
   uint32_t network_switch(uint32_t x) const;
 

@@ -465,15 +465,36 @@ std::vector<uint8_t> Routing::node_link_use() const {
   return links;
 }
 
-uint32_t Routing::node_next(uint32_t node, uint32_t device, protocol::FabricTransfer& t) const {
+bool Routing::inside_node(uint32_t node, uint32_t device, const protocol::FabricTransfer& t) const {
   const NodeTemplate& nt = topology_.node;
-  const uint64_t h = hash(t);
+  if (device < nt.gpus && protocol::in_switch(t.purpose)) return true;
+  return t.purpose != protocol::TransferPurpose::NetworkReduce && t.destination / nt.gpus == node;
+}
+
+uint32_t Routing::node_port(uint32_t node, uint32_t device, const protocol::FabricTransfer& t) const {
+  const NodeTemplate& nt = topology_.node;
   if (device < nt.gpus && protocol::in_switch(t.purpose)) {
     if (nvswitch_ports_[device] == PortLists::kNone)
       throw std::runtime_error("GPU " + std::to_string(node * nt.gpus + device) +
                                " has no NVSwitch for in-switch reduction");
     return node_lists_.pick(nvswitch_ports_[device], switch_hash(t));
   }
+  return node_pick(node, device, t.destination % nt.gpus, t);
+}
+
+uint32_t Routing::node_pick(uint32_t node, uint32_t device, uint32_t target, const protocol::FabricTransfer& t) const {
+  const NodeTemplate& nt = topology_.node;
+  const uint32_t list = node_table_[size_t(device) * node_targets_ + target];
+  if (list == PortLists::kNone)
+    throw std::runtime_error("no route from " + nt.graph.devices[device].name + " of node " +
+                             std::to_string(node) + " to GPU " + std::to_string(t.destination));
+  return node_lists_.pick(list, hash(t));
+}
+
+uint32_t Routing::node_next(uint32_t node, uint32_t device, protocol::FabricTransfer& t) const {
+  if (inside_node(node, device, t)) return node_port(node, device, t);
+  const NodeTemplate& nt = topology_.node;
+  const uint64_t h = hash(t);
   uint32_t target;
   if (t.purpose == protocol::TransferPurpose::NetworkReduce) {
     // To the GPU's home gateway, then up its first uplink into the aggregation tree.
@@ -485,8 +506,6 @@ uint32_t Routing::node_next(uint32_t node, uint32_t device, protocol::FabricTran
     }
     if (gateway_index_[device] == static_cast<int32_t>(t.gateway)) return nt.graph.ports(device);
     target = nt.gpus + t.gateway;
-  } else if (t.destination / nt.gpus == node) {
-    target = t.destination % nt.gpus;
   } else {
     if (device < nt.gpus && t.source == node * nt.gpus + device) {
       const uint32_t choice = gateway_choice_[device];
@@ -504,11 +523,7 @@ uint32_t Routing::node_next(uint32_t node, uint32_t device, protocol::FabricTran
     }
     target = nt.gpus + t.gateway;
   }
-  const uint32_t list = node_table_[size_t(device) * node_targets_ + target];
-  if (list == PortLists::kNone)
-    throw std::runtime_error("no route from " + nt.graph.devices[device].name + " of node " +
-                             std::to_string(node) + " to GPU " + std::to_string(t.destination));
-  return node_lists_.pick(list, h);
+  return node_pick(node, device, target, t);
 }
 
 uint32_t Routing::entry_gateway(const protocol::FabricTransfer& t) const {

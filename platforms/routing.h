@@ -77,6 +77,11 @@ class Routing {
   // also picks the gateway (t.gateway) for transfers that leave the node. A GPU sends
   // in-switch reduction and multicast chunks to one of its NVSwitches (by ECMP).
   uint32_t node_next(uint32_t node, uint32_t device, protocol::FabricTransfer& t) const;
+  // Whether node_next's choice at `device` stays inside the node and writes nothing to `t`: an
+  // in-switch chunk leaving its GPU, or a transfer to a GPU of `node` (but in-network reduction,
+  // which climbs to its home gateway). Then node_port is node_next's choice.
+  bool inside_node(uint32_t node, uint32_t device, const protocol::FabricTransfer& t) const;
+  uint32_t node_port(uint32_t node, uint32_t device, const protocol::FabricTransfer& t) const;
   // The gateway (template index) a transfer that left its node by gateway t.gateway enters
   // the destination's node by: the same one (its rail) where that is among the destination
   // GPU's nearest gateways, else one of those (by the transfer's hash), across the rails. NCCL
@@ -171,6 +176,8 @@ class Routing {
   static constexpr uint64_t kMaxBoundPairs = uint64_t(1) << 20;
 
  private:
+  // The port of `device`'s list toward `target` (a GPU, or nt.gpus + a gateway) that t's hash picks.
+  uint32_t node_pick(uint32_t node, uint32_t device, uint32_t target, const protocol::FabricTransfer& t) const;
   uint32_t node_target(uint32_t node, const protocol::FabricTransfer& t) const;
   uint32_t gateway_uplink(uint32_t gateway_device, uint32_t destination_gateway, uint64_t& turn) const;
   // The weighted list of gateway `gateway`'s uplinks toward gateway `destination` (kNone: it
