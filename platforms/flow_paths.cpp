@@ -101,7 +101,7 @@ uint32_t RoutedPaths::path_to_switch(const protocol::FabricTransfer& transfer, s
   links.clear();
   const NodeTemplate& nt = topology_.node;
   const uint32_t node = transfer.source / nt.gpus;
-  if (transfer.purpose != protocol::TransferPurpose::NetworkReduce && transfer.destination / nt.gpus == node)
+  if (routing_.stays_in_node(node, transfer))
     return walk_to_switch(transfer, links, [&](uint32_t v) { return routing_.node_port(node, v, transfer); });
   protocol::FabricTransfer t = transfer;  // routing writes the chunk's gateway and turn
   return walk_to_switch(t, links, [&](uint32_t v) { return routing_.node_next(node, v, t); });
@@ -155,8 +155,7 @@ bool RoutedPaths::walk_in_node(uint32_t node, uint32_t v, const protocol::Fabric
 
 void RoutedPaths::into_node(uint32_t node, uint32_t v, const protocol::FabricTransfer& t, std::vector<uint32_t>& links) const {
   // Every choice on the way is inside the node (Routing::inside_node): nothing written to `t`.
-  const bool inside = t.purpose != protocol::TransferPurpose::NetworkReduce && t.destination / topology_.node.gpus == node;
-  if (!inside || !walk_in_node(node, v, t, links, [&](uint32_t d) { return routing_.node_port(node, d, t); }))
+  if (!routing_.stays_in_node(node, t) || !walk_in_node(node, v, t, links, [&](uint32_t d) { return routing_.node_port(node, d, t); }))
     throw std::logic_error("no route inside node " + std::to_string(node) + " to GPU " + std::to_string(t.destination));
 }
 

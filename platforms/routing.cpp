@@ -465,10 +465,12 @@ std::vector<uint8_t> Routing::node_link_use() const {
   return links;
 }
 
+bool Routing::stays_in_node(uint32_t node, const protocol::FabricTransfer& t) const {
+  return t.purpose != protocol::TransferPurpose::NetworkReduce && t.destination / topology_.node.gpus == node;
+}
+
 bool Routing::inside_node(uint32_t node, uint32_t device, const protocol::FabricTransfer& t) const {
-  const NodeTemplate& nt = topology_.node;
-  if (device < nt.gpus && protocol::in_switch(t.purpose)) return true;
-  return t.purpose != protocol::TransferPurpose::NetworkReduce && t.destination / nt.gpus == node;
+  return (device < topology_.node.gpus && protocol::in_switch(t.purpose)) || stays_in_node(node, t);
 }
 
 uint32_t Routing::node_port(uint32_t node, uint32_t device, const protocol::FabricTransfer& t) const {

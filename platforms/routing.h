@@ -81,6 +81,8 @@ class Routing {
   // in-switch chunk leaving its GPU, or a transfer to a GPU of `node` (but in-network reduction,
   // which climbs to its home gateway). Then node_port is node_next's choice.
   bool inside_node(uint32_t node, uint32_t device, const protocol::FabricTransfer& t) const;
+  // Whether every choice of t's walk through `node` is inside it (t goes to a GPU of the node).
+  bool stays_in_node(uint32_t node, const protocol::FabricTransfer& t) const;
   uint32_t node_port(uint32_t node, uint32_t device, const protocol::FabricTransfer& t) const;
   // The gateway (template index) a transfer that left its node by gateway t.gateway enters
   // the destination's node by: the same one (its rail) where that is among the destination
