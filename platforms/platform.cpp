@@ -45,6 +45,8 @@ models::FabricFacts fabric_facts(const PlatformConfig& c) {
   f.ring_fill_chunks = c.gpu.ring_fill_chunks;
   f.simple_reads_peer = c.gpu.simple_reads_peer;
   f.simple_handshake_s = c.gpu.simple_handshake_us * 1e-6;
+  // (An NVLink write's rate: GPUs without NVLink send to their peers through PCIe.)
+  f.p2p_channel_rate = links > 0 ? c.gpu.p2p_channel_gbps * 1e9 : 0.0;
 
   // Across nodes.
   f.gpus_per_node = c.node.gpus;

@@ -309,6 +309,7 @@ void PlatformConfig::validate() const {
   in_range(gpu.ring_fill_chunks, "gpu.ring_fill_chunks", limits::non_negative(64));
   // A handshake per slice: at most a millisecond (NCCL's slowest tabulated step is 28 us).
   in_range(gpu.simple_handshake_us, "gpu.simple_handshake_us", limits::non_negative(1000));
+  in_range(gpu.p2p_channel_gbps, "gpu.p2p_channel_gbps", limits::non_negative(kRate.hi));
   if (gpu.sm_count < 1) fail("gpu.sm_count", "must be at least 1, got " + std::to_string(gpu.sm_count));
   if (gpu.nvlink_ports < 0)
     fail("gpu.nvlink_ports", "must not be negative, got " + std::to_string(gpu.nvlink_ports));

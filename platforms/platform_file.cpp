@@ -304,6 +304,7 @@ const std::map<std::string, Setter>& leaves() {
     add_number(t, "gpu.ring_fill_chunks", [](C& c) -> double& { return c.gpu.ring_fill_chunks; });
     add_bool(t, "gpu.simple_reads_peer", [](C& c) -> bool& { return c.gpu.simple_reads_peer; });
     add_number(t, "gpu.simple_handshake_us", [](C& c) -> double& { return c.gpu.simple_handshake_us; });
+    add_number(t, "gpu.p2p_channel_gbps", [](C& c) -> double& { return c.gpu.p2p_channel_gbps; });
     add_number(t, "gpu.nvlink_port_bandwidth_gbps",
                [](C& c) -> double& { return c.gpu.nvlink_port_bandwidth_gbps; });
 
@@ -544,6 +545,7 @@ void read_gpu(PlatformConfig& c, const YAML::Node& node, int line, Reader& r) {
       if (key.rfind("gpu.", 0) != 0 || key == "gpu.description" || key == "gpu.kernel_overhead_us" ||
           key == "gpu.ll_max_bandwidth_gbps" ||
           key == "gpu.ll128_max_bandwidth_gbps" || key == "gpu.ring_fill_chunks" || key == "gpu.simple_handshake_us" ||
+          key == "gpu.p2p_channel_gbps" ||
           key == "gpu.simple_reads_peer" ||
           key == "gpu.boost_clock_mhz")
         continue;

@@ -153,6 +153,7 @@ std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const
     job.ranks.push_back(rank);
   }
   SimulationOptions options = s.options;
+  if (sendrecv) options.collectives.p2p_ranks = n;  // nccl-tests' communicator: every rank
   options.trace = true;                 // op spans
   options.trace_bucket_us = 1e9;        // no link counters worth speaking of
   const SimulationResult result = simulate(platform, job, options);

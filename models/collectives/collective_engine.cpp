@@ -13,6 +13,7 @@ using sc_core::sc_time;
 namespace {
 DECLARE_EXTENDED_PHASE(LAUNCH);
 DECLARE_EXTENDED_PHASE(INJECT);  // a chunk whose channel is free now
+DECLARE_EXTENDED_PHASE(DRAINED);  // a receive whose last chunk the receiver has copied out
 constexpr uint64_t key(uint64_t high, uint64_t low) { return (high << 32) | (low & 0xffffffffu); }
 // The tuner predicts with the engine's chunk size.
 TunerConfig tuner_config(const CollectiveEngineConfig& c) {
@@ -137,11 +138,16 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
   const double handshakes =
       config_.protocol_latencies ? tuner_.handshake_factor(e.kind, algorithm, inst.choice.protocol, e.bytes, shape) : 1.0;
   inst.wire_factor = static_cast<float>(tuner_.wire_factor(algorithm, inst.choice.protocol, e.bytes, n) * handshakes);
-  if (const double rate = tuner_.channel_rate(inst.choice.protocol); rate > 0) {
+  // Grouped sends and receives: each channel at the point-to-point rate (which has its
+  // handshakes in it), and the receivers copy their last chunk out at the end.
+  const bool p2p = tuner_.runs_p2p(e.kind);
+  inst.point_to_point = p2p;
+  inst.drain_s = 0;
+  if (const double rate = p2p ? tuner_.fabric().p2p_channel_rate : tuner_.channel_rate(inst.choice.protocol); rate > 0) {
     // The channel waits for each step's flags before it moves the step's data (LL and LL128 poll
     // them per line, a Simple channel that reads from its peer waits for the peer's flag), so
     // NCCL's per-step latency adds to the data time (send_chunk).
-    const bool waits = config_.protocol_latencies;
+    const bool waits = config_.protocol_latencies && !p2p;
     const double handshake = waits ? cost.step_us * 1e-6 : 0.0;
     inst.channel_rate = rate;
     inst.channel_handshake_s = handshake;
@@ -178,7 +184,7 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
     case CollectiveAlgorithm::Automatic:
     case CollectiveAlgorithm::Ring: ring_schedule(builder, shape); break;
     case CollectiveAlgorithm::Tree: tree_schedule(builder, config_.gpus_per_node); break;
-    case CollectiveAlgorithm::Direct: direct_schedule(builder); break;
+    case CollectiveAlgorithm::Direct: direct_schedule(builder, tuner_, config_.fabric.gpus_per_node); break;
     case CollectiveAlgorithm::HalvingDoubling: halving_doubling_schedule(builder); break;
     case CollectiveAlgorithm::Hierarchical: hierarchical_schedule(builder, shape); break;
     case CollectiveAlgorithm::Nvls: nvls_schedule(builder, tuner_.nvls_chunk(bytes, n)); break;
@@ -191,6 +197,10 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
       break;
     }
   }
+  if (p2p)
+    for (const Phase& ph : phases)
+      for (const Transfer& t : ph.receives)
+        inst.drain_s = std::max(inst.drain_s, tuner_.p2p_plan(t.bytes, n, on_another_node(t.peer)).drain_s);
   if (config_.steady_state) steady_state(inst);
   if (!echoed_.empty() && echoed_[member] && echoes(e)) {
     // A ring's members are each other's images: what this rank receives from the member before
@@ -208,16 +218,19 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
     // has its own channels; other flows of a phase share all of the call's in proportion to
     // their bytes.
     for (Phase& ph : phases) {
-      double total = 0;
-      for (const Transfer& t : ph.sends) total += double(t.bytes);
+      double total = 0, lanes_named = 0;
+      for (const Transfer& t : ph.sends) total += double(t.bytes), lanes_named += t.channels;
+      // Transfers that name more channels than the call has share them (all-to-all's rounds).
+      const double shared = lanes_named > C ? double(C) / lanes_named : 1.0;
       for (Transfer& t : ph.sends) {
         const double step = double(t.bytes) / double(std::max<uint32_t>(1, t.moving_steps > 0 ? t.moving_steps : t.steps));
         const double chunk = double(std::max<uint32_t>(1, t.steps > 1 ? t.step_chunk_bytes : t.chunk_bytes));
         const double lanes = std::min(std::ceil(step / chunk), double(t.lanes(C)));
         const double lane = step / std::max(1.0, lanes);
         const double channel = lane / (lane / inst.channel_rate + inst.channel_handshake_s);
-        const double share = t.channels > 0 ? double(t.channels) : double(C) * double(t.bytes) / std::max(1.0, total);
+        const double share = t.channels > 0 ? double(t.channels) * shared : double(C) * double(t.bytes) / std::max(1.0, total);
         t.rate_cap = channel * share / std::max(1u, std::min(t.chunks, ph.together));
+        if (p2p && t.peer >= 0 && on_another_node(t.peer)) t.rate_cap = 0;
       }
     }
   }
@@ -437,8 +450,9 @@ void CollectiveEngine::send_chunk(uint64_t flow, Instance& inst, const Phase& ph
   t.flow = flow;
   t.step = step;
   t.chunk = chunk;
-  t.channel = to.channels > 0 ? static_cast<uint16_t>(to.first_channel + to.stride * (chunk % to.channels))
-                              : static_cast<uint16_t>(chunk % std::max(1, inst.choice.channels));
+  const uint32_t call_channels = uint32_t(std::max(1, inst.choice.channels));
+  t.channel = static_cast<uint16_t>(
+      (to.channels > 0 ? to.first_channel + uint32_t(to.stride) * (chunk % to.channels) : chunk) % call_channels);
   t.steps = static_cast<uint16_t>(std::min<uint32_t>(to.steps, 0xffff));
   // (The step latency the receiver will charge: the network's when the peer is on another node.)
   const bool network = phase.network || (to.peer >= 0 && on_another_node(to.peer));
@@ -458,7 +472,9 @@ void CollectiveEngine::send_chunk(uint64_t flow, Instance& inst, const Phase& ph
   }
   gp->set_data_length(static_cast<unsigned>(std::min<uint64_t>(t.bytes, 0xffffffffu)));
   count_injected(t);
-  if (inst.channel_rate > 0 && t.channel < inst.channel_free.size()) {
+  // (A point-to-point channel's rate is its NVLink writes: a peer across the network is the
+  // proxy's and its NIC's, not the SM's.)
+  if (inst.channel_rate > 0 && t.channel < inst.channel_free.size() && !(inst.point_to_point && network)) {
     // The channel's SM takes the chunk when it is done with its previous one, and is busy
     // for the chunk's bytes at its rate plus the step's handshake (it waits for the step's
     // flags before it moves data: NCCL's per-step latency is not hidden behind the data).
@@ -492,7 +508,10 @@ void CollectiveEngine::check_done(uint64_t flow, Instance& inst) {
   inst.finishing = true;
   add_sms(-inst.choice.channels);
   finished_flows_.push_back(flow);
-  finish(inst.call);
+  if (inst.drain_s > 0)
+    peq_.notify(*inst.call, DRAINED, sc_time(inst.drain_s, sc_core::SC_SEC));
+  else
+    finish(inst.call);
 }
 
 void CollectiveEngine::add_sms(int delta) {
@@ -541,6 +560,10 @@ void CollectiveEngine::start_send(tlm::tlm_generic_payload& call) {
   // Steady state: the message is one flow.
   const uint64_t chunk_bytes = config_.steady_state ? kMaxChunkBytes : config_.chunk_bytes;
   const uint64_t chunks = ceil_div(e.bytes, chunk_bytes);
+  const P2pPlan plan = tuner_.p2p_plan(e.bytes, config_.p2p_ranks, on_another_node(e.peer));
+  // Packet fidelity: chunk j on channel j mod channels, each channel's chunks one after another
+  // at its rate (flow fidelity: the message's one flow at the channels' rate).
+  const double chunk_s = plan.rate > 0 ? double(chunk_bytes) * plan.channels / plan.rate : 0.0;
   Send& send = sends_[flow];  // (no reference kept past here: an injection may start another)
   send.call = &call;
   send.expected = chunks;
@@ -559,11 +582,16 @@ void CollectiveEngine::start_send(tlm::tlm_generic_payload& call) {
     t.step_chunk_bytes = 0;
     t.purpose = TransferPurpose::PointToPoint;
     t.wire_factor = 1.0f;
-    t.rate_cap = 0;
+    t.rate_cap = plan.rate;
     t.members = nullptr;
     t.member_count = 0;
     t.echo = false;
     count_injected(t);
+    const double start = double(j / uint32_t(plan.channels)) * chunk_s;
+    if (start > 0) {
+      peq_.notify(*gp, INJECT, sc_time(start, sc_core::SC_SEC));
+      continue;
+    }
     fabric_.inject(*gp, *this);
   }
 }
@@ -583,7 +611,13 @@ void CollectiveEngine::match_receives(uint64_t k, PointToPoint& p2p) {
     if (p2p.available < need) return;
     p2p.available -= need;
     p2p.receives.erase(p2p.receives.begin());
-    finish(call);
+    // The receiver copies the last chunk out of its buffer before the receive completes.
+    const protocol::CollectiveEvent& e = protocol::collective_event(*call);
+    const double drain_s = tuner_.p2p_plan(e.bytes, config_.p2p_ranks, on_another_node(e.peer)).drain_s;
+    if (drain_s > 0)
+      peq_.notify(*call, DRAINED, sc_time(drain_s, sc_core::SC_SEC));
+    else
+      finish(call);
   }
   if (p2p.available == 0) receives_.erase(k);  // (a message's tag: most are used once)
 }
@@ -628,6 +662,10 @@ void CollectiveEngine::delayed(tlm::tlm_generic_payload& gp, const tlm::tlm_phas
   }
   if (phase == INJECT) {
     fabric_.inject(gp, *this);
+    return;
+  }
+  if (phase == DRAINED) {
+    finish(&gp);
     return;
   }
   const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);

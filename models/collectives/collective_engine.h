@@ -95,6 +95,10 @@ struct CollectiveEngineConfig {
   // chain of the steps it stands for (FabricTransfer::steps). Tree calls keep their phases with
   // at most 16 chunks per transfer; a send/receive message is one flow.
   bool steady_state = false;
+  // Members of the NCCL communicator sends and receives run on, which sets their channels per
+  // peer (Tuner::p2p_plan): PyTorch gives each pair of ranks its own communicator of 2;
+  // nccl-tests' sendrecv runs on all its ranks.
+  int p2p_ranks = 2;
   TunerConfig tuner;
   FabricFacts fabric;                 // filled in by the platform builder
   AggregationTrees* trees = nullptr;  // filled in by the platform builder (collnet)
@@ -176,6 +180,10 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
     double channel_rate = 0;
     double channel_handshake_s = 0;  // the SM's wait per chunk (the step's latency)
     std::vector<double> channel_free;
+    // Seconds from the last chunk's arrival to the call's end: a point-to-point exchange's
+    // receivers copy their last chunk out of their buffers (P2pPlan::drain_s).
+    double drain_s = 0;
+    bool point_to_point = false;  // grouped sends and receives (Tuner::runs_p2p)
     std::vector<Phase> phases;
     // The phases phase k gates: gated[gated_begin[k] .. gated_begin[k + 1]).
     std::vector<uint32_t> gated_begin, gated;

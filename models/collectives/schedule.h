@@ -112,7 +112,10 @@ constexpr uint64_t kMaxChunkBytes = 0xffffffffu;
 // One builder per algorithm (NCCL's names where it has them).
 void ring_schedule(ScheduleBuilder& b, const CommunicatorShape& shape);
 void tree_schedule(ScheduleBuilder& b, int gpus_per_node);
-void direct_schedule(ScheduleBuilder& b);
+// All-to-all as NCCL's grouped sends and receives (Tuner::runs_p2p): the peer k places on runs
+// on p2p_plan's channels of round k, with `gpus_per_node` telling peers across nodes
+// (0: one node).
+void direct_schedule(ScheduleBuilder& b, const Tuner& tuner, int gpus_per_node);
 void halving_doubling_schedule(ScheduleBuilder& b);
 void hierarchical_schedule(ScheduleBuilder& b, const CommunicatorShape& shape);
 // `nvls_chunk`: NCCL's NVLS chunk for the call (Tuner::nvls_chunk).

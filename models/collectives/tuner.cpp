@@ -548,13 +548,22 @@ double Tuner::handshake_factor(CollectiveOp op, CollectiveAlgorithm a, Collectiv
   // moved meanwhile.
   double rate = fabric_.gpu_bandwidth;
   if (s.network_nodes > 1 && fabric_.gpu_network_bandwidth > 0) rate = std::min(rate, fabric_.gpu_network_bandwidth);
-  const double h = fabric_.simple_handshake_s * rate / channels(a, p, bytes, s.ranks);
+  int busy = channels(a, p, bytes, s.ranks);
+  if (a == CollectiveAlgorithm::Direct && runs_p2p(op)) p2p_exchange(bytes, s, busy);
+  const double h = fabric_.simple_handshake_s * rate / busy;
   return (double(slice) + h) / double(slice);
 }
 
 uint64_t Tuner::simple_slice(CollectiveOp op, CollectiveAlgorithm a, uint64_t bytes,
                              const CommunicatorShape& s) const {
   const int C = channels(a, CollectiveProtocol::Simple, bytes, s.ranks);
+  if (a == CollectiveAlgorithm::Direct && runs_p2p(op)) {
+    // One peer's share on its channels (p2p_plan), in point-to-point chunks.
+    int busy = 0;
+    const P2pPlan plan = p2p_exchange(bytes, s, busy);
+    const uint64_t share = std::max<uint64_t>(1, (bytes + uint64_t(std::max(1, s.ranks)) - 1) / uint64_t(std::max(1, s.ranks)));
+    return std::min(plan.chunk, (share + uint64_t(plan.channels) - 1) / uint64_t(plan.channels));
+  }
   if (a == CollectiveAlgorithm::Direct) {
     // One peer's share on one channel, in point-to-point chunks.
     const uint64_t lanes = uint64_t(std::max(1, s.ranks)) * uint64_t(C);
@@ -597,6 +606,46 @@ double Tuner::channel_rate(CollectiveProtocol p) const {
   // A Simple channel that reads from its peer moves its share of the links, after each step's flag.
   if (p == CollectiveProtocol::Simple && fabric_.simple_reads_peer) gpu = fabric_.gpu_bandwidth;
   return gpu / std::max(1, config_.max_channels);
+}
+
+P2pPlan Tuner::p2p_exchange(uint64_t bytes, const CommunicatorShape& s, int& busy) const {
+  const int n = std::max(1, s.ranks);
+  const bool across = members_per_node(s) <= 1 && s.network_nodes > 1 && s.nodes > 1;
+  const P2pPlan plan = p2p_plan((bytes + uint64_t(n) - 1) / uint64_t(n), n, across);
+  busy = std::max(1, std::min(std::max(1, config_.p2p_channels), (n - 1) * plan.channels));
+  return plan;
+}
+
+bool Tuner::runs_p2p(CollectiveOp op) const {
+  return (op == CollectiveOp::AllToAll || op == CollectiveOp::AllToAllV) && fabric_.p2p_channel_rate > 0;
+}
+
+P2pPlan Tuner::p2p_plan(uint64_t bytes, int ranks, bool across) const {
+  auto ceil_div = [](uint64_t a, uint64_t b) { return (a + b - 1) / b; };
+  P2pPlan plan;
+  const int total = std::max(1, config_.p2p_channels);
+  int per_peer = across ? config_.p2p_network_channels_per_peer : config_.p2p_channels_per_peer;
+  if (across)  // (init.cc: fewer channels per network peer on large communicators)
+    while (per_peer * ranks > total * 4 && per_peer > 1) per_peer /= 2;
+  per_peer = std::clamp(per_peer, 1, total);
+  int start = per_peer;
+  while (start * ranks > total && start > 1) start /= 2;
+  plan.chunk = across ? config_.p2p_network_chunk_bytes : config_.p2p_chunk_bytes;
+  const uint64_t min_part = std::max<uint64_t>(1, across ? plan.chunk / 2 : plan.chunk / 8);
+  const uint64_t max_part = across ? plan.chunk : plan.chunk * 32;
+  const uint64_t b = std::max<uint64_t>(bytes, 1);
+  int n = static_cast<int>(std::min<uint64_t>(uint64_t(start), ceil_div(b, min_part)));
+  uint64_t part = std::max(min_part, ceil_div(b, uint64_t(n)));
+  while (part > max_part && n <= per_peer / 2) {
+    n *= 2;
+    part = ceil_div(b, uint64_t(n));
+  }
+  plan.channels = n;
+  const double channel = fabric_.p2p_channel_rate;
+  if (across || channel <= 0) return plan;
+  plan.rate = channel * n;
+  plan.drain_s = double(std::min<uint64_t>(plan.chunk, ceil_div(b, uint64_t(n)))) / channel;
+  return plan;
 }
 
 uint64_t Tuner::ring_chunk(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s, int channels) const {
@@ -647,9 +696,15 @@ double Tuner::estimate(CollectiveOp op, uint64_t bytes, const CommunicatorShape&
   // The channels' own rate: each moves its share of the busiest GPU's payload. NCCL's model
   // knows LL's rate (llMaxBw) but not the one measured for LL128, and counts the channels of its
   // graph whatever the size (it drops channels for small calls once the algorithm is chosen).
-  const double rate = as_run || p == CollectiveProtocol::LL ? channel_rate(p) : 0.0;
+  // Grouped sends and receives run on the channels their rounds keep busy, each at the
+  // point-to-point rate, and end when the receivers have copied their last chunk out.
+  const bool p2p = as_run && runs_p2p(op);
+  int busy = 0;
+  const P2pPlan exchange = p2p ? p2p_exchange(bytes, s, busy) : P2pPlan{};
+  latency += exchange.drain_s * 1e6;
+  const double rate = p2p ? fabric_.p2p_channel_rate : as_run || p == CollectiveProtocol::LL ? channel_rate(p) : 0.0;
   if (rate > 0) {
-    const int C = as_run ? channels(a, p, bytes, s.ranks) : std::max(1, config_.max_channels);
+    const int C = p2p ? busy : as_run ? channels(a, p, bytes, s.ranks) : std::max(1, config_.max_channels);
     wire = std::max(wire, std::max(l.nvlink, l.gpu_network) / (C * rate));
   }
   if (!as_run && a == CollectiveAlgorithm::Tree) wire *= nccl_tree_penalty(p, s);
@@ -714,7 +769,9 @@ Choice Tuner::choose(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s
     throw std::invalid_argument(std::string(op_name(op)) + " cannot run with protocol " +
                                 protocol_name(protocol));
   best.predicted_s = predict(op, bytes, s, best.algorithm, best.protocol);
-  best.channels = channels(best.algorithm, best.protocol, bytes, s.ranks);
+  // (An all-to-all of grouped sends and receives launches the point-to-point kernel on all of
+  // its channels: each round of peers has its own.)
+  best.channels = runs_p2p(op) ? std::max(1, config_.p2p_channels) : channels(best.algorithm, best.protocol, bytes, s.ranks);
   return best;
 }
 

@@ -93,6 +93,18 @@ struct TunerConfig {
   // NCCL's point-to-point chunk over NVLink (NCCL_P2P_NVL_CHUNKSIZE, 512 KiB): all-to-all's
   // sends and receives move in chunks of it, one handshake each.
   uint64_t p2p_chunk_bytes = 512 * 1024;
+  // NCCL's point-to-point plan (sends, receives; enqueue.cc addP2pToPlan): the p2p kernel has
+  // p2p_channels channels (init.cc ncclTopoComputeP2pChannels: the collective channels rounded
+  // up to a power of two; "32 p2p channels, 32 p2p channels per peer" in NCCL's log on DGX H100
+  // nodes), and one peer's message is striped over at most p2p_channels_per_peer of them:
+  // 2 x NVLinks between the GPUs rounded up to a power of two within a node (32), 2 for a peer
+  // across the network (NCCL_NCHANNELS_PER_NET_PEER's default, 1 past 4 x p2p_channels / 2
+  // ranks). Its chunk is NCCL_P2P_NVL_CHUNKSIZE (p2p_chunk_bytes) within an NVLink node,
+  // NCCL_P2P_NET_CHUNKSIZE (128 KiB) across nodes.
+  int p2p_channels = 32;
+  int p2p_channels_per_peer = 32;
+  int p2p_network_channels_per_peer = 2;
+  uint64_t p2p_network_chunk_bytes = 128 * 1024;
   int max_channels = 16;          // parallel rings/trees, one SM each
   // NCCL's channel count (enqueue.cc): a channel is dropped while the call has fewer than
   // threads x threshold bytes per channel: Simple 512 threads x 64 B, LL 512 x 8 B per rank
@@ -118,6 +130,9 @@ struct FabricFacts {
   double ring_fill_chunks = 0;
   // Simple channels read their step's data from the peer after its flag (GpuSpec::simple_reads_peer).
   bool simple_reads_peer = false;
+  // Payload bytes/s one point-to-point channel moves to a peer in the node (GpuSpec::
+  // p2p_channel_gbps); 0: the links alone limit it.
+  double p2p_channel_rate = 0;
   // Seconds a channel spends per Simple slice without moving data (GpuSpec::simple_handshake_us).
   double simple_handshake_s = 0;
   // Across nodes (0: no network).
@@ -180,6 +195,18 @@ CommunicatorShape communicator_shape(const std::vector<int>& ranks, int gpus_per
 // bounded number of events; the pipeline's fill and drain stay below 1/256 of a step).
 constexpr uint64_t kMaxChunksPerTransfer = 256;
 uint64_t chunk_size(uint64_t bytes, uint64_t chunk_bytes, int channels);
+
+// How NCCL moves one point-to-point message (a send and its receive): over `channels`
+// channels in chunks of `chunk` bytes; where the peer is in the node and the GPU's channel rate
+// is known, at most `rate` payload bytes/s (channels x the channel's rate), and the receiver
+// copies the last chunk out of its buffer `drain_s` after it arrived (a chunk at a channel's
+// rate). rate 0: the links alone limit it.
+struct P2pPlan {
+  int channels = 1;
+  uint64_t chunk = 0;
+  double rate = 0;
+  double drain_s = 0;
+};
 
 struct Choice {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;
@@ -262,6 +289,20 @@ class Tuner {
   // ll128_max_bandwidth) over max_channels, so a call on fewer channels runs slower, and a
   // channel waiting for its step's data cannot be made up by another.
   double channel_rate(CollectiveProtocol protocol) const;
+  // NCCL's plan for a message of `bytes` to one peer on a communicator of `ranks` members
+  // (enqueue.cc addP2pToPlan): it starts on the most channels that keep every peer of the
+  // communicator on its own (p2p_channels_per_peer halved while channels x ranks >
+  // p2p_channels), at most one per chunk / 8 bytes (chunk / 2 across nodes), and doubles them
+  // while a channel would carry more than 32 chunks (one across nodes), up to
+  // p2p_channels_per_peer. `across`: the peer is on another of the platform's nodes.
+  P2pPlan p2p_plan(uint64_t bytes, int ranks, bool across) const;
+  // Whether `op` runs as NCCL's grouped sends and receives on p2p_plan's channels: all-to-all
+  // where the GPU's point-to-point channel rate is known.
+  bool runs_p2p(CollectiveOp op) const;
+  // The plan of one member's share of an all-to-all of `bytes` on `shape` to a peer in its node
+  // (across nodes where each node has one member), and in `busy` the kernel channels its
+  // rounds keep busy (rounds x the plan's channels, at most p2p_channels).
+  P2pPlan p2p_exchange(uint64_t bytes, const CommunicatorShape& shape, int& busy) const;
   // NCCL's Simple ring chunk for a call of `bytes` over `shape` on `channels`: at most
   // simple_chunk_bytes, else the share of one channel of one member's segment.
   uint64_t ring_chunk(CollectiveOp op, uint64_t bytes, const CommunicatorShape& shape, int channels) const;

@@ -46,6 +46,11 @@ struct GpuSpec {
   // channels run well below the links; calibrated from nccl-tests where it shows (Hopper's
   // all_gather); 0: none.
   double simple_handshake_us = 0;
+  // Payload GB/s one channel (one SM) of NCCL's point-to-point kernel moves to a peer in the
+  // node: a send or receive runs on NCCL's channels per peer (Tuner::p2p_plan), each at this
+  // rate, and the receiver copies the last chunk out after it arrived; measured on nccl-tests
+  // sendrecv where the links do not limit it (Hopper); 0: the links alone limit it.
+  double p2p_channel_gbps = 0;
 };
 
 }  // namespace tessera::models

@@ -289,6 +289,45 @@ TEST(TunerOnOneNode, HopperSimpleSlicesPayTheirHandshake) {
   EXPECT_DOUBLE_EQ(c.predicted_s, h100.predict(CollectiveOp::AllGather, 32 * MiB, node, c.algorithm, c.protocol));
 }
 
+TEST(TunerPointToPoint, ChannelsPerPeerFollowNcclsPlan) {
+  // enqueue.cc addP2pToPlan on a DGX H100 (32 p2p channels, 32 per peer, 512 KiB NVLink chunk):
+  // start on the most channels that keep every peer on its own (32 / ranks), then double while
+  // a channel would carry more than 32 chunks (16 MiB).
+  const models::Tuner t = tuner_for("dgx-h100", false);
+  auto in_node = [&](uint64_t bytes, int ranks) { return t.p2p_plan(bytes, ranks, false).channels; };
+  EXPECT_EQ(in_node(32 * MiB, 4), 8);
+  EXPECT_EQ(in_node(128 * MiB, 4), 8);    // 16 MiB per channel: not more than 32 chunks
+  EXPECT_EQ(in_node(256 * MiB, 4), 16);   // the measured sendrecv's jump (163 -> 299 GB/s)
+  EXPECT_EQ(in_node(512 * MiB, 4), 32);
+  EXPECT_EQ(in_node(64 * GiB, 4), 32);    // at most 32 per peer
+  EXPECT_EQ(in_node(32 * MiB, 8), 4);
+  EXPECT_EQ(in_node(128 * MiB, 8), 8);
+  EXPECT_EQ(in_node(32 * MiB, 2), 16);
+  EXPECT_EQ(in_node(100 * KiB, 8), 2);    // at least 64 KiB (a chunk / 8) per channel
+  EXPECT_EQ(in_node(1, 8), 1);
+  // A peer in the node: each channel at the GPU's point-to-point rate (H100: 20.9 GB/s), and
+  // the receiver copies its last chunk (at most 512 KiB) out at that rate.
+  const models::P2pPlan p = t.p2p_plan(32 * MiB, 4, false);
+  EXPECT_EQ(p.chunk, 512 * KiB);
+  EXPECT_NEAR(p.rate, 8 * 20.9e9, 1e3);
+  EXPECT_NEAR(p.drain_s, 512.0 * KiB / 20.9e9, 1e-12);
+  EXPECT_NEAR(t.p2p_plan(128 * KiB, 8, false).drain_s, 64.0 * KiB / 20.9e9, 1e-12);  // two 64 KiB parts
+  // Across nodes: 2 channels per peer (1 past 64 ranks) in 128 KiB chunks, the NIC's and the
+  // network's rate, no copy at the end charged.
+  const models::P2pPlan net = t.p2p_plan(256 * MiB, 16, true);
+  EXPECT_EQ(net.channels, 2);
+  EXPECT_EQ(net.chunk, 128 * KiB);
+  EXPECT_EQ(net.rate, 0.0);
+  EXPECT_EQ(net.drain_s, 0.0);
+  EXPECT_EQ(t.p2p_plan(256 * MiB, 128, true).channels, 1);
+  // A GPU without a measured point-to-point rate keeps the links' rate.
+  const models::Tuner a100 = tuner_for("dgx-a100", false);
+  EXPECT_EQ(a100.p2p_plan(32 * MiB, 4, false).rate, 0.0);
+  EXPECT_FALSE(a100.runs_p2p(CollectiveOp::AllToAll));
+  EXPECT_TRUE(t.runs_p2p(CollectiveOp::AllToAll));
+  EXPECT_FALSE(t.runs_p2p(CollectiveOp::AllGather));
+}
+
 TEST(TunerOnOneNode, ProtocolLatenciesScaleWithTheSmClock) {
   // NCCL's latencies are Hopper's (1,980 MHz); A100 runs at 1,410 MHz.
   const models::Tuner a100 = tuner_for("dgx-a100", false), h100 = tuner_for("dgx-h100", false);

@@ -118,6 +118,7 @@ inline platforms::PlatformConfig ideal_node(int gpus, double link_gbps = 450.0) 
   p.node.nvlink.link.bandwidth_gb_per_s = link_gbps;
   p.node.nvlink.link.packet_overhead_bytes = 0;
   p.gpu.simple_handshake_us = 0;
+  p.gpu.p2p_channel_gbps = 0;
   p.node.pcie.switches = 1;
   p.node.nics.count = 0;
   p.network.topology = platforms::Topology::None;

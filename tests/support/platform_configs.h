@@ -22,6 +22,9 @@ inline platforms::PlatformConfig single_gpu_nodes(int nodes, platforms::Topology
   c.network.radix = radix;
   c.network.oversubscription = oversubscription;
   c.network.tiers = tiers;
+  // The fabric's closed-form bounds: an all-to-all in the engine's chunks, not in NCCL's
+  // point-to-point plan (whose channels' rate is an NVLink write, Tuner::runs_p2p).
+  c.gpu.p2p_channel_gbps = 0;
   c.validate();
   return c;
 }
