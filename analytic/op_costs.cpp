@@ -148,7 +148,7 @@ TransferCost OpCosts::transfer(int source, int destination, uint64_t bytes, uint
   // node, and the receiver's copy of the last chunk before the receive completes.
   const int node = tuner_.fabric().gpus_per_node;
   const bool across = node > 0 && source / node != destination / node;
-  const models::P2pPlan plan = tuner_.p2p_plan(bytes, options_.collectives.p2p_ranks, across);
+  const models::P2pPlan plan = tuner_.p2p_plan(bytes, job_.p2p_ranks, across);
   if (plan.rate > 0) rate = std::min(rate, plan.rate);
   c.latency_s += plan.drain_s;
   if (std::isfinite(rate) && rate > 0) c.serialization_s = double(bytes) / rate;

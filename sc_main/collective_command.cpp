@@ -112,6 +112,7 @@ std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const
   workloads::Communicator world{"world", {}};
   for (int r = 0; r < n; ++r) world.ranks.push_back(r);
   job.communicators.push_back(world);
+  job.p2p_ranks = n;  // nccl-tests' sendrecv: one communicator of every rank
   job.stream_names.push_back("comm");
   // Each size starts after a barrier of all ranks, as nccl-tests' BenchTime does (Barrier before
   // its timed loop): without it a rank that finished the last size early (a leaf of a tree
@@ -153,7 +154,6 @@ std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const
     job.ranks.push_back(rank);
   }
   SimulationOptions options = s.options;
-  if (sendrecv) options.collectives.p2p_ranks = n;  // nccl-tests' communicator: every rank
   options.trace = true;                 // op spans
   options.trace_bucket_us = 1e9;        // no link counters worth speaking of
   const SimulationResult result = simulate(platform, job, options);

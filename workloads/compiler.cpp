@@ -993,6 +993,8 @@ Families make_communicators(const ModelSpec& m, const ResolvedStrategy& r, const
   };
   const auto every_rank = [](int) { return true; };
   slots.dp = add_family("dp", true, along({Axis::DP, Axis::EP, Axis::CP}), every_rank);
+  // Megatron-LM batches each step's pipeline sends and receives on the pipeline group.
+  if (s.pp > 1) job.p2p_ranks = s.pp;
   slots.tp = add_family("tp", s.tp > 1, along({Axis::TP}), every_rank);
   slots.cp = add_family("cp", s.cp > 1, along({Axis::CP}), every_rank);
   slots.ep = add_family("ep", s.ep > 1, along({Axis::EP}), every_rank);

@@ -165,6 +165,11 @@ struct Job {
   // AllToAllV sizes: n x n bytes per matrix (row = sender position in the communicator,
   // column = receiver position).
   std::vector<std::vector<uint64_t>> splits;
+  // Members of the NCCL communicator the sends and receives run on, which sets NCCL's channels
+  // per peer for them (models::Tuner::p2p_plan): PyTorch runs a lone send or receive on a
+  // communicator of the 2 ranks, and batched ones (torch.distributed.batch_isend_irecv, as
+  // Megatron-LM's pipeline sends its activations and gradients by default) on the group's.
+  int p2p_ranks = 2;
 
   uint32_t intern(const std::string& name);
   // The index of the stream of that name, which is added if the job has none (a job has a few).

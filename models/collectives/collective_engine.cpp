@@ -560,7 +560,7 @@ void CollectiveEngine::start_send(tlm::tlm_generic_payload& call) {
   // Steady state: the message is one flow.
   const uint64_t chunk_bytes = config_.steady_state ? kMaxChunkBytes : config_.chunk_bytes;
   const uint64_t chunks = ceil_div(e.bytes, chunk_bytes);
-  const P2pPlan plan = tuner_.p2p_plan(e.bytes, config_.p2p_ranks, on_another_node(e.peer));
+  const P2pPlan plan = tuner_.p2p_plan(e.bytes, job_.p2p_ranks, on_another_node(e.peer));
   // Packet fidelity: chunk j on channel j mod channels, each channel's chunks one after another
   // at its rate (flow fidelity: the message's one flow at the channels' rate).
   const double chunk_s = plan.rate > 0 ? double(chunk_bytes) * plan.channels / plan.rate : 0.0;
@@ -613,7 +613,7 @@ void CollectiveEngine::match_receives(uint64_t k, PointToPoint& p2p) {
     p2p.receives.erase(p2p.receives.begin());
     // The receiver copies the last chunk out of its buffer before the receive completes.
     const protocol::CollectiveEvent& e = protocol::collective_event(*call);
-    const double drain_s = tuner_.p2p_plan(e.bytes, config_.p2p_ranks, on_another_node(e.peer)).drain_s;
+    const double drain_s = tuner_.p2p_plan(e.bytes, job_.p2p_ranks, on_another_node(e.peer)).drain_s;
     if (drain_s > 0)
       peq_.notify(*call, DRAINED, sc_time(drain_s, sc_core::SC_SEC));
     else

@@ -95,10 +95,6 @@ struct CollectiveEngineConfig {
   // chain of the steps it stands for (FabricTransfer::steps). Tree calls keep their phases with
   // at most 16 chunks per transfer; a send/receive message is one flow.
   bool steady_state = false;
-  // Members of the NCCL communicator sends and receives run on, which sets their channels per
-  // peer (Tuner::p2p_plan): PyTorch gives each pair of ranks its own communicator of 2;
-  // nccl-tests' sendrecv runs on all its ranks.
-  int p2p_ranks = 2;
   TunerConfig tuner;
   FabricFacts fabric;                 // filled in by the platform builder
   AggregationTrees* trees = nullptr;  // filled in by the platform builder (collnet)

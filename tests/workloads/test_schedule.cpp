@@ -79,6 +79,17 @@ TEST(PipelineTime, GptLayersOnly) {
   EXPECT_DOUBLE_EQ(r.makespan, (6 + 4 - 1) * 3 * tf);
 }
 
+TEST(Schedule, PipelineSendsRunOnThePipelineGroup) {
+  // Megatron-LM batches each step's sends and receives on the pipeline group, so NCCL picks
+  // their channels per peer for pp ranks; a job without a pipeline keeps PyTorch's 2.
+  Strategy s;
+  s.pp = 4;
+  s.global_batch = 8;
+  EXPECT_EQ(compile(uniform_layers(24, 1.0), s).job.p2p_ranks, 4);
+  s.pp = 1;
+  EXPECT_EQ(compile(uniform_layers(24, 1.0), s).job.p2p_ranks, 2);
+}
+
 TEST(Schedule, OneFOneBOrder) {
   // Stage 1 of 4 with 5 micro-batches: 2 warm-up forwards, then alternate, then cool down.
   const auto steps = pipeline_schedule(Schedule::OneFOneB, 4, 1, 5, 1);
