@@ -6,8 +6,6 @@ namespace tessera::models {
 
 using protocol::CollectiveOp;
 
-// Direct: every member to every other at once (all-to-all, and the one-step reduce-scatter
-// and all-gather of an all-reduce); broadcast and reduce from and to the root.
 namespace {
 // NCCL's round k (scheduleP2pTasksToPlan: send to p + k, receive from p - k) runs on p2p_plan's
 // channels for its message, spread over the kernel's channels from k on (enqueue.cc
@@ -21,6 +19,8 @@ void on_round_channels(Transfer& t, const P2pPlan& plan, int round, int kernel_c
 }
 }  // namespace
 
+// Direct: every member to every other at once (all-to-all, and the one-step reduce-scatter
+// and all-gather of an all-reduce); broadcast and reduce from and to the root.
 void direct_schedule(ScheduleBuilder& b, const Tuner& tuner, int gpus_per_node) {
   const std::vector<int>& ranks = b.ranks();
   const int n = b.n(), p = b.call.position, C = b.call.channels;

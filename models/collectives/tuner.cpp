@@ -1,5 +1,7 @@
 #include "models/collectives/tuner.h"
 
+#include "models/collectives/schedule.h"  // ceil_div
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -560,9 +562,7 @@ uint64_t Tuner::simple_slice(CollectiveOp op, CollectiveAlgorithm a, uint64_t by
   if (a == CollectiveAlgorithm::Direct && runs_p2p(op)) {
     // One peer's share on its channels (p2p_plan), in point-to-point chunks.
     int busy = 0;
-    const P2pPlan plan = p2p_exchange(bytes, s, busy);
-    const uint64_t share = std::max<uint64_t>(1, (bytes + uint64_t(std::max(1, s.ranks)) - 1) / uint64_t(std::max(1, s.ranks)));
-    return std::min(plan.chunk, (share + uint64_t(plan.channels) - 1) / uint64_t(plan.channels));
+    return p2p_exchange(bytes, s, busy).slice;
   }
   if (a == CollectiveAlgorithm::Direct) {
     // One peer's share on one channel, in point-to-point chunks.
@@ -611,7 +611,7 @@ double Tuner::channel_rate(CollectiveProtocol p) const {
 P2pPlan Tuner::p2p_exchange(uint64_t bytes, const CommunicatorShape& s, int& busy) const {
   const int n = std::max(1, s.ranks);
   const bool across = members_per_node(s) <= 1 && s.network_nodes > 1 && s.nodes > 1;
-  const P2pPlan plan = p2p_plan((bytes + uint64_t(n) - 1) / uint64_t(n), n, across);
+  const P2pPlan plan = p2p_plan(ceil_div(bytes, uint64_t(n)), n, across);
   busy = std::max(1, std::min(std::max(1, config_.p2p_channels), (n - 1) * plan.channels));
   return plan;
 }
@@ -621,7 +621,6 @@ bool Tuner::runs_p2p(CollectiveOp op) const {
 }
 
 P2pPlan Tuner::p2p_plan(uint64_t bytes, int ranks, bool across) const {
-  auto ceil_div = [](uint64_t a, uint64_t b) { return (a + b - 1) / b; };
   P2pPlan plan;
   const int total = std::max(1, config_.p2p_channels);
   int per_peer = across ? config_.p2p_network_channels_per_peer : config_.p2p_channels_per_peer;
@@ -641,10 +640,11 @@ P2pPlan Tuner::p2p_plan(uint64_t bytes, int ranks, bool across) const {
     part = ceil_div(b, uint64_t(n));
   }
   plan.channels = n;
+  plan.slice = std::max<uint64_t>(1, std::min<uint64_t>(plan.chunk, ceil_div(b, uint64_t(n))));
   const double channel = fabric_.p2p_channel_rate;
   if (across || channel <= 0) return plan;
   plan.rate = channel * n;
-  plan.drain_s = double(std::min<uint64_t>(plan.chunk, ceil_div(b, uint64_t(n)))) / channel;
+  plan.drain_s = double(plan.slice) / channel;
   return plan;
 }
 

@@ -204,6 +204,7 @@ uint64_t chunk_size(uint64_t bytes, uint64_t chunk_bytes, int channels);
 struct P2pPlan {
   int channels = 1;
   uint64_t chunk = 0;
+  uint64_t slice = 1;  // what a channel moves between handshakes: its part, at most a chunk
   double rate = 0;
   double drain_s = 0;
 };
