@@ -132,7 +132,7 @@ po::options_description run_options(RunSettings& s, const char* title = "tessera
        "on: where groups of GPUs do the same work (data-parallel replicas, tensor-parallel peers), simulate one group and let the others replay its communication, checked as it runs (a run where they drift apart is made again with off); off: simulate every GPU's program (docs/fidelity.md, Symmetry)")
       ("chunk-kib", po::value(&s.chunk_kib)->default_value(128), "fabric chunk size, KiB")
       ("collective-algorithm", po::value(&s.collective_algorithm)->default_value("auto"),
-       "ring, tree, direct, halving-doubling, hierarchical, nvls, collnet or auto (the tuner); used where it applies, an op's own algorithm wins")
+       "ring, tree, direct, halving-doubling, hierarchical, nvls, collnet, nvls_tree or auto (the tuner); used where it applies, an op's own algorithm wins")
       ("collective-protocol", po::value(&s.collective_protocol)->default_value("auto"), "simple, ll, ll128 or auto")
       ("gpus-per-node", po::value(&s.gpus_per_node), "GPUs per node for hierarchical and tree collectives (default: all)")
       ("iterations", po::value(&s.iterations)->default_value(1),

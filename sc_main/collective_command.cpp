@@ -219,7 +219,7 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
       ("max-bytes,e", po::value(&max_text)->default_value("128M"), "largest size")
       ("step-factor,f", po::value(&factor)->default_value(2.0), "size multiplier between rows")
       ("gpus-per-node", po::value(&gpus_per_node), "GPUs per node as the collectives see it (default: the platform's node)")
-      ("algorithm", po::value(&algorithm)->default_value("auto"), "ring, tree, direct, halving-doubling, hierarchical, nvls, collnet (InfiniBand SHARP), auto")
+      ("algorithm", po::value(&algorithm)->default_value("auto"), "ring, tree, direct, halving-doubling, hierarchical, nvls, collnet (InfiniBand SHARP), nvls_tree (NVLS in the node, a tree across nodes), auto")
       ("protocol", po::value(&protocol)->default_value("auto"), "simple, ll, ll128, auto")
       ("channels", po::value(&channels), "channels (default: the tuner's)")
       ("chunk-kib", po::value(&chunk_kib)->default_value(128), "largest fabric chunk, KiB")

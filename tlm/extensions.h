@@ -58,8 +58,10 @@ enum class CollectiveAlgorithm : uint8_t {
   HalvingDoubling,  // recursive halving reduce-scatter + recursive doubling all-gather
   Hierarchical,     // per dimension: reduce-scatter inner, all-reduce outer, all-gather inner
   Nvls,             // in-switch reduction and multicast (NVLink SHARP)
-  CollNet           // reduce in the node, all-reduce in the network switches (InfiniBand
+  CollNet,          // reduce in the node, all-reduce in the network switches (InfiniBand
                     // SHARP), gather in the node
+  NvlsTree          // reduce in the NVSwitches, double binary tree across nodes on each GPU's
+                    // shard, multicast back (NCCL's NVLS_TREE)
 };
 
 // NCCL's wire protocols: per-step latency and the share of the wire that carries data.

@@ -188,11 +188,22 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
     case CollectiveAlgorithm::HalvingDoubling: halving_doubling_schedule(builder); break;
     case CollectiveAlgorithm::Hierarchical: hierarchical_schedule(builder, shape); break;
     case CollectiveAlgorithm::Nvls: nvls_schedule(builder, tuner_.nvls_chunk(bytes, n)); break;
-    case CollectiveAlgorithm::CollNet: {
-      const CollNetGroups& groups = collnet_groups(e.communicator);
+    case CollectiveAlgorithm::CollNet:
+    case CollectiveAlgorithm::NvlsTree: {
+      NodeGroups& groups = node_groups(e.communicator);
       const int g = static_cast<int>(groups.node.size());
+      if (algorithm == CollectiveAlgorithm::NvlsTree) {
+        const uint64_t chunk = tuner_.nvls_tree_chunk(bytes, g, int(groups.across.size()));
+        nvls_tree_schedule(builder, groups.node, groups.across, chunk, float(tuner_.nvls_wire_factor(chunk)));
+        break;
+      }
       const float nvls_factor =
-          static_cast<float>(tuner_.wire_factor(CollectiveAlgorithm::Nvls, inst.choice.protocol, bytes, g));
+          static_cast<float>(tuner_.wire_factor(CollectiveAlgorithm::Nvls, CollectiveProtocol::Simple, bytes, g));
+      if (groups.tree == nullptr) {
+        if (config_.trees == nullptr)
+          throw std::runtime_error(std::string(name()) + ": collnet needs the platform's aggregation trees");
+        groups.tree = &config_.trees->tree(groups.across);
+      }
       collnet_schedule(builder, groups.node, groups.tree, config_.fabric.in_switch_reduction, nvls_factor);
       break;
     }
@@ -260,6 +271,26 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
 // direct, halving-doubling) pipelines chunk by chunk, so in its steady state every phase's
 // transfers run at once. They become one phase; transfers to the same peer merge into one
 // transfer (one flow) that remembers how many steps it stands for.
+namespace {
+
+// Adds `t` to the steady state's transfers `into`: merged with the one to the same peer on the
+// same channels, whose steps it adds to (the chunk of one step: a transfer may already stand
+// for several steps, or name the chunk its step forwards).
+void merge_transfer(std::vector<Transfer>& into, const Transfer& t) {
+  const uint32_t step_chunk = t.step_chunk_bytes > 0 ? t.step_chunk_bytes : t.chunk_bytes;
+  for (Transfer& x : into)
+    if (x.peer == t.peer && x.first_channel == t.first_channel) {
+      x.bytes += t.bytes;
+      x.steps += t.steps;
+      x.step_chunk_bytes = std::max(x.step_chunk_bytes, step_chunk);
+      return;
+    }
+  into.push_back(t);
+  into.back().step_chunk_bytes = step_chunk;
+}
+
+}  // namespace
+
 void CollectiveEngine::steady_state(Instance& inst) const {
   auto& phases = inst.phases;
   switch (inst.choice.algorithm) {
@@ -268,28 +299,17 @@ void CollectiveEngine::steady_state(Instance& inst) const {
     case CollectiveAlgorithm::Direct:
     case CollectiveAlgorithm::HalvingDoubling:
       break;
+    case CollectiveAlgorithm::NvlsTree:
+      steady_nvls_tree(inst);
+      return;
     default:
       return;  // tree (and in-switch) schedules keep their phases
   }
   if (phases.size() < 2) return;
   Phase merged;
-  // The chunk of one step of `t` (a transfer may already stand for several steps, or name the
-  // chunk its step forwards).
-  auto step_chunk = [](const Transfer& t) { return t.step_chunk_bytes > 0 ? t.step_chunk_bytes : t.chunk_bytes; };
-  auto add = [&](std::vector<Transfer>& into, const Transfer& t) {
-    for (Transfer& x : into)
-      if (x.peer == t.peer && x.first_channel == t.first_channel) {
-        x.bytes += t.bytes;
-        x.steps += t.steps;
-        x.step_chunk_bytes = std::max(x.step_chunk_bytes, step_chunk(t));
-        return;
-      }
-    into.push_back(t);
-    into.back().step_chunk_bytes = step_chunk(t);
-  };
   for (const Phase& ph : phases) {
-    for (const Transfer& t : ph.sends) add(merged.sends, t);
-    for (const Transfer& t : ph.receives) add(merged.receives, t);
+    for (const Transfer& t : ph.sends) merge_transfer(merged.sends, t);
+    for (const Transfer& t : ph.receives) merge_transfer(merged.receives, t);
   }
   // A ring's chain of steps moves into the next node only every g steps (Tuner::network_steps):
   // its transfer to a member of another node stands for those steps, its transfer inside the
@@ -323,24 +343,63 @@ void CollectiveEngine::steady_state(Instance& inst) const {
   phases.assign(1, std::move(merged));
 }
 
-const CollectiveEngine::CollNetGroups& CollectiveEngine::collnet_groups(int communicator) {
-  auto found = collnet_.find(communicator);
-  if (found != collnet_.end()) return found->second;
-  if (config_.trees == nullptr)
-    throw std::runtime_error(std::string(name()) + ": collnet needs the platform's aggregation trees");
+// NVLS-tree in its steady state: once its pipeline is full the switches reduce, the tree moves
+// shards up and down across the nodes and the switches multicast, all at once, so flow
+// fidelity starts the three together (each transfer at most 16 flows) and lets them share the
+// NVLinks and NICs. The tree's phases merge into one, as a hierarchical schedule's across nodes:
+// a transfer across nodes stands for the tree's 2 depth(N) levels (each the path's latency,
+// the step latency and packet fidelity's chunk stored and forwarded on every link), one flow per
+// channel, all sent together.
+void CollectiveEngine::steady_nvls_tree(Instance& inst) const {
+  auto& phases = inst.phases;
+  Phase tree;
+  tree.together = static_cast<uint32_t>(std::max(1, inst.choice.channels));
+  std::vector<Phase> in_switch;
+  for (Phase& ph : phases) {
+    if (ph.purpose != TransferPurpose::Collective) {
+      in_switch.push_back(std::move(ph));
+      in_switch.back().after = in_switch.back().also_after = -1;
+      continue;
+    }
+    for (const Transfer& t : ph.sends) merge_transfer(tree.sends, t);
+    for (const Transfer& t : ph.receives) merge_transfer(tree.receives, t);
+  }
+  if (in_switch.size() != 2) throw std::logic_error(std::string(name()) + ": an NVLS-tree without its two in-switch phases");
+  const uint32_t levels =
+      uint32_t(Tuner::network_steps(inst.kind, CollectiveAlgorithm::NvlsTree, communicators_->shape(inst.communicator)));
+  for (auto* list : {&tree.sends, &tree.receives})
+    for (Transfer& t : *list) {
+      t.moving_steps = t.steps;
+      t.steps = std::max(1u, levels);
+      t.chunk_bytes = static_cast<uint32_t>(
+          std::min<uint64_t>(std::max<uint64_t>(ceil_div(t.bytes, tree.together), 1), kMaxChunkBytes));
+      t.chunks = t.bytes == 0 ? 0 : static_cast<uint32_t>(ceil_div(t.bytes, t.chunk_bytes));
+    }
+  // The pipeline's fill: the first chunk is reduced in the switch, goes up and down the tree
+  // and is multicast before the last leaves, so each multicast window stands for that chain,
+  // a step each (its latency, its handshake and the chunk stored and forwarded on its path).
+  for (auto* list : {&in_switch[1].sends, &in_switch[1].receives})
+    for (Transfer& t : *list) t.steps = levels + 2;
+  phases.clear();
+  phases.push_back(std::move(in_switch[0]));
+  phases.push_back(std::move(tree));
+  phases.push_back(std::move(in_switch[1]));
+}
+
+CollectiveEngine::NodeGroups& CollectiveEngine::node_groups(int communicator) {
+  auto found = node_groups_.find(communicator);
+  if (found != node_groups_.end()) return found->second;
   const auto& ranks = job_.communicators[communicator].ranks;
   const int g = config_.gpus_per_node;
   auto node_of = [&](int r) { return g > 0 ? r / g : 0; };
-  CollNetGroups& groups = collnet_[communicator];
+  NodeGroups& groups = node_groups_[communicator];
   for (int r : ranks)
     if (node_of(r) == node_of(rank_)) groups.node.push_back(r);
   const size_t local = std::find(groups.node.begin(), groups.node.end(), rank_) - groups.node.begin();
-  // The tree: the member at the same place in every node, nodes in communicator order.
-  std::vector<int> tree;
+  // The member at the same place in every node, nodes in communicator order.
   std::unordered_map<int, size_t> seen;  // members met so far, by node
   for (int r : ranks)
-    if (seen[node_of(r)]++ == local) tree.push_back(r);
-  groups.tree = &config_.trees->tree(tree);
+    if (seen[node_of(r)]++ == local) groups.across.push_back(r);
   return groups;
 }
 

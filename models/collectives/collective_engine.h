@@ -190,11 +190,13 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
     bool echo = false;  // made by this rank alone (echo())
     std::vector<uint64_t> early;  // (step << 32 | chunk) that arrived before this rank joined
   };
-  // A communicator's groups for collnet: this rank's node and its SHARP tree (the members at
-  // the same place in every node). Kept for the engine's life: chunks in flight point at them.
-  struct CollNetGroups {
-    std::vector<int> node;
-    const protocol::AggregationTree* tree = nullptr;
+  // A communicator's groups for the schedules that reduce in the node first (collnet,
+  // NVLS-tree): this rank's node, the members at the same place in every node (in
+  // communicator order) and, for collnet, their SHARP tree. Kept for the engine's life: chunks
+  // in flight point at them.
+  struct NodeGroups {
+    std::vector<int> node, across;
+    const protocol::AggregationTree* tree = nullptr;  // built on collnet's first use
   };
   struct PointToPoint {
     uint64_t available = 0;       // bytes arrived and not yet claimed by a receive
@@ -220,11 +222,12 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   void plan(Instance& inst, const protocol::CollectiveEvent& e);
   void plan_schedule(Instance& inst, const protocol::CollectiveEvent& e);
   void steady_state(Instance& inst) const;
+  void steady_nvls_tree(Instance& inst) const;
   // Whether rank `peer` is on another of the platform's nodes (its chunks cross the network).
   bool on_another_node(int peer) const;
   void count_injected(const protocol::FabricTransfer& t);
   bool in_node(const protocol::FabricTransfer& t, uint32_t peer) const;
-  const CollNetGroups& collnet_groups(int communicator);
+  NodeGroups& node_groups(int communicator);
   // A transfer of `bytes` to `peer` in chunks of at most chunk_bytes (0: the engine's chunk)
   // spread over `channels`.
   void pump(uint64_t flow, Instance& inst, size_t phase);
@@ -265,7 +268,7 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   std::vector<bool> echoed_;  // by membership: its calls are echoed (echo())
   std::vector<bool> late_;    // by membership: joins late (join_late())
   std::unordered_set<uint64_t> joined_ahead_;  // (communicator, call) started out of order
-  std::unordered_map<int, CollNetGroups> collnet_;         // by communicator, on first use
+  std::unordered_map<int, NodeGroups> node_groups_;        // by communicator, on first use
   std::unordered_map<uint64_t, Instance> instances_;        // by flow (communicator, call)
   // The instance looked up last: a call's chunks arrive and leave in runs, and finding an
   // instance by its flow (a prime modulo and a node in another cache line) was the largest

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "models/collectives/tuner.h"
@@ -106,6 +107,14 @@ struct TreeLinks {
   std::vector<int> children;  // at most two
 };
 TreeLinks double_binary_tree(int count, int index, int t);
+// An all-reduce's part across nodes as NCCL's NVLS-tree runs it: a double binary tree over
+// `across` (the members at this rank's place in every node, this rank at index `member`), each
+// tree carrying half of this rank's `shard`, reduced up and broadcast down chunk by chunk once
+// phase `reduced` (the reduction inside the node; -1: none) has it, in chunks of at most
+// `chunk_bytes` (0: the engine's). Returns the phases whose
+// receives complete each tree's half: its down phase, or the root's up phase.
+std::pair<int, int> tree_across(ScheduleBuilder& b, const std::vector<int>& across, int member, uint64_t shard,
+                                int reduced, uint64_t chunk_bytes = 0);
 // The most bytes one chunk (one flow) carries.
 constexpr uint64_t kMaxChunkBytes = 0xffffffffu;
 
@@ -125,5 +134,10 @@ void nvls_schedule(ScheduleBuilder& b, uint64_t nvls_chunk);
 // `nvls_wire_factor`.
 void collnet_schedule(ScheduleBuilder& b, const std::vector<int>& node, const protocol::AggregationTree* tree,
                       bool nvls, float nvls_wire_factor);
+// NVLS-tree: `node` the members in this rank's node, `across` the members at this rank's place
+// in every node (in communicator order), `chunk_bytes` NCCL's chunk (Tuner::nvls_tree_chunk),
+// `nvls_wire_factor` the switches' at that chunk (Tuner::nvls_wire_factor).
+void nvls_tree_schedule(ScheduleBuilder& b, const std::vector<int>& node, const std::vector<int>& across,
+                        uint64_t chunk_bytes, float nvls_wire_factor);
 
 }  // namespace tessera::models

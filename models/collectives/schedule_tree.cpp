@@ -1,6 +1,7 @@
 #include "models/collectives/schedule.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace tessera::models {
 
@@ -88,6 +89,37 @@ void tree_schedule(ScheduleBuilder& b, int gpus_per_node) {
       }
     }
   }
+}
+
+std::pair<int, int> tree_across(ScheduleBuilder& b, const std::vector<int>& across, int member, uint64_t shard,
+                                int reduced, uint64_t chunk_bytes) {
+  const int C = b.call.channels;
+  const int count = static_cast<int>(across.size());
+  // An edge of the tree carries `half`; a level forwards packet fidelity's chunk of it (flow
+  // fidelity's steady state charges each level that chunk's store and forward: the transfer's
+  // step chunk).
+  auto edge = [&](int m, uint64_t half) { return b.transfer(across[size_t(m)], half, C, chunk_bytes); };
+  int done[2] = {-1, -1};
+  for (int t = 0; t < 2; ++t) {
+    const uint64_t half = t == 0 ? ceil_div(shard, 2) : shard / 2;
+    if (half == 0) continue;
+    const TreeLinks links = double_binary_tree(count, member, t);
+    // Up: a leaf sends its half once the reduction inside the node has it; an inner member
+    // forwards chunk j once its children's chunk j (and its own) are in.
+    const int up = b.last() + 1;
+    Phase& u = b.add(links.children.empty() ? reduced : up);
+    if (!links.children.empty()) u.also_after = reduced;
+    if (links.parent >= 0) u.sends.push_back(edge(links.parent, half));
+    for (int c : links.children) u.receives.push_back(edge(c, half));
+    // Down: the root sends the sum as it completes; the others forward what their parent sends.
+    const int down = b.last() + 1;
+    Phase& d = b.add(links.parent >= 0 ? down : up);
+    if (links.parent < 0) d.also_after = reduced;
+    if (links.parent >= 0) d.receives.push_back(edge(links.parent, half));
+    for (int c : links.children) d.sends.push_back(edge(c, half));
+    done[t] = links.parent >= 0 ? down : up;
+  }
+  return {done[0], done[1]};
 }
 
 }  // namespace tessera::models

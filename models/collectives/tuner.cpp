@@ -15,7 +15,7 @@ namespace {
 constexpr CollectiveAlgorithm kAlgorithms[] = {
     CollectiveAlgorithm::Ring, CollectiveAlgorithm::Tree, CollectiveAlgorithm::Direct,
     CollectiveAlgorithm::HalvingDoubling, CollectiveAlgorithm::Hierarchical,
-    CollectiveAlgorithm::Nvls, CollectiveAlgorithm::CollNet};
+    CollectiveAlgorithm::Nvls, CollectiveAlgorithm::CollNet, CollectiveAlgorithm::NvlsTree};
 constexpr CollectiveProtocol kProtocols[] = {CollectiveProtocol::Simple, CollectiveProtocol::LL,
                                              CollectiveProtocol::LL128};
 // LL128's payload per byte on the wire: 120 data bytes and 8 flag bytes per 128-byte line.
@@ -54,6 +54,7 @@ const char* algorithm_name(CollectiveAlgorithm a) {
     case CollectiveAlgorithm::Hierarchical: return "hierarchical";
     case CollectiveAlgorithm::Nvls: return "nvls";
     case CollectiveAlgorithm::CollNet: return "collnet";
+    case CollectiveAlgorithm::NvlsTree: return "nvls_tree";
   }
   return "?";
 }
@@ -89,6 +90,7 @@ bool parse_algorithm(const std::string& name, CollectiveAlgorithm& out) {
   if (n == "auto" || n == "automatic" || n.empty()) return out = CollectiveAlgorithm::Automatic, true;
   if (n == "hd" || n == "halving_doubling" || n == "rabenseifner") return out = CollectiveAlgorithm::HalvingDoubling, true;
   if (n == "nvlink-sharp" || n == "in-switch") return out = CollectiveAlgorithm::Nvls, true;
+  if (n == "nvlstree" || n == "nvls-tree") return out = CollectiveAlgorithm::NvlsTree, true;
   if (n == "sharp" || n == "ib-sharp" || n == "collnet-direct" || n == "in-network")
     return out = CollectiveAlgorithm::CollNet, true;
   for (CollectiveAlgorithm a : kAlgorithms)
@@ -266,6 +268,8 @@ int Tuner::steps(CollectiveOp op, CollectiveAlgorithm a, const CommunicatorShape
     }
     case CollectiveAlgorithm::Nvls: return twice;
     case CollectiveAlgorithm::CollNet: return (s.gpus_per_node > 1 ? 2 : 0) + 1;
+    // Into the switch and back out, and the tree's levels up and down.
+    case CollectiveAlgorithm::NvlsTree: return 2 + 2 * binary_tree_depth(s.nodes);
   }
   return 0;
 }
@@ -301,6 +305,7 @@ int Tuner::network_steps(CollectiveOp op, CollectiveAlgorithm a, const Communica
       }
       return twice * sum;
     }
+    case CollectiveAlgorithm::NvlsTree: return 2 * binary_tree_depth(s.nodes);
     case CollectiveAlgorithm::Nvls:
     case CollectiveAlgorithm::CollNet: return 0;
   }
@@ -425,6 +430,15 @@ CollectiveLoad Tuner::load(CollectiveOp op, CollectiveAlgorithm a, uint64_t byte
       l.gpu_network = S / g;
       l.node_network = S;
       break;
+    case CollectiveAlgorithm::NvlsTree: {
+      // Inside the node NVLS ((1 + 1/g) S at the switch's efficiency); across nodes each GPU's
+      // shard on its own NIC, each tree's half up and down its edges: S/g on 2 nodes, twice
+      // that on a tree of 4 or more (NCCL: bwInter up to 2 nodes, bwInter / 2 beyond).
+      l.nvlink = (1 + 1 / g) * S * nvls_wire_factor(nvls_tree_chunk(uint64_t(S), int(g), int(N)));
+      l.gpu_network = (tree_degree(int(N)) + 1) * S / g / 2;
+      l.node_network = g * l.gpu_network;
+      break;
+    }
   }
   return l;
 }
@@ -448,6 +462,7 @@ double Tuner::network_transfer(CollectiveOp op, CollectiveAlgorithm a, uint64_t 
     }
     case CollectiveAlgorithm::Nvls: return 0;
     case CollectiveAlgorithm::CollNet: return S / members_per_node(s);
+    case CollectiveAlgorithm::NvlsTree: return S / members_per_node(s) / 2;  // a tree's half of a shard
   }
   return 0;
 }
@@ -499,6 +514,14 @@ std::string Tuner::unsupported(CollectiveOp op, CollectiveAlgorithm a, Collectiv
       if (p != CollectiveProtocol::Simple && p != CollectiveProtocol::Automatic)
         return what + ": collnet runs the simple protocol only";
       break;
+    case CollectiveAlgorithm::NvlsTree:
+      if (!fabric_.in_switch_reduction) return what + ": the switches have no in-switch reduction (NVLink SHARP)";
+      if (!reduces(op)) return what + ": nvls_tree runs all-reduce only";
+      if (s.nodes < 2 || s.network_nodes < 2 || s.gpus_per_node <= 1)
+        return what + ": nvls_tree needs two or more members on each of two or more nodes, as many on each";
+      if (p != CollectiveProtocol::Simple && p != CollectiveProtocol::Automatic)
+        return what + ": nvls_tree runs the simple protocol only";
+      break;
   }
   return "";
 }
@@ -518,23 +541,14 @@ ProtocolCost Tuner::nccl_cost(CollectiveAlgorithm a, CollectiveProtocol p) const
   if (a == CollectiveAlgorithm::Nvls) return config_.nvls;
   // NVLS inside the node with SHARP across is NCCL's multi-node NVLS.
   if (a == CollectiveAlgorithm::CollNet) return fabric_.in_switch_reduction ? config_.nvls : config_.collnet;
+  if (a == CollectiveAlgorithm::NvlsTree) return config_.nvls_tree;
   if (a == CollectiveAlgorithm::Tree) return config_.tree[i];
   // Direct, halving-doubling and hierarchical steps are ring-like point-to-point steps.
   return config_.ring[i];
 }
 
 double Tuner::wire_factor(CollectiveAlgorithm a, CollectiveProtocol p, uint64_t bytes, int ranks) const {
-  if (a == CollectiveAlgorithm::Nvls) {
-    // Each chunk a channel moves pays one handshake: h bytes' worth at the channel's rate.
-    const double base = 1.0 / config_.nvls_efficiency;
-    if (config_.nvls_handshake_us <= 0 || fabric_.gpu_bandwidth <= 0) return base;
-    const double per_channel = fabric_.gpu_bandwidth * config_.nvls_efficiency / std::max(1, config_.nvls_channels);
-    const double h = config_.nvls_handshake_us * 1e-6 * per_channel;
-    const double full = double(config_.nvls_chunk_bytes);
-    const double chunk = double(nvls_chunk(bytes, ranks));
-    // NCCL's efficiency holds at the full chunk (handshakes included).
-    return base * (full / (full + h)) * ((chunk + h) / chunk);
-  }
+  if (a == CollectiveAlgorithm::Nvls) return nvls_wire_factor(nvls_chunk(bytes, ranks));
   if (p == CollectiveProtocol::LL) return 2.0;  // 4 data + 4 flag bytes per 8-byte line
   if (p == CollectiveProtocol::LL128) return 1.0 / kLl128Payload;
   return 1.0;
@@ -575,6 +589,29 @@ uint64_t Tuner::simple_slice(CollectiveOp op, CollectiveAlgorithm a, uint64_t by
   return std::max((chunk + 1) / 2, std::min(chunk, config_.simple_chunk_bytes / 2 / 32));
 }
 
+double Tuner::nvls_wire_factor(uint64_t chunk_bytes) const {
+  // Each chunk a channel moves pays one handshake: h bytes' worth at the channel's rate.
+  const double base = 1.0 / config_.nvls_efficiency;
+  if (config_.nvls_handshake_us <= 0 || fabric_.gpu_bandwidth <= 0) return base;
+  const double per_channel = fabric_.gpu_bandwidth * config_.nvls_efficiency / std::max(1, config_.nvls_channels);
+  const double h = config_.nvls_handshake_us * 1e-6 * per_channel;
+  const double full = double(config_.nvls_chunk_bytes);
+  const double chunk = double(std::max<uint64_t>(1, chunk_bytes));
+  // NCCL's efficiency holds at the full chunk (handshakes included).
+  return base * (full / (full + h)) * ((chunk + h) / chunk);
+}
+
+uint64_t Tuner::nvls_tree_chunk(uint64_t bytes, int heads, int nodes) const {
+  uint64_t chunk = std::max<uint64_t>(1, config_.nvls_chunk_bytes);
+  if (nodes >= 4) chunk = std::min(chunk, std::max<uint64_t>(1, config_.nvls_tree_max_chunk_bytes));
+  const uint64_t concurrent = uint64_t(std::max(1, config_.nvls_channels)) * uint64_t(std::max(1, heads));
+  if (bytes < 32 * concurrent * chunk && chunk > 262144) chunk = 262144;
+  if (bytes < 16 * concurrent * chunk && chunk > 131072) chunk = 131072;
+  if (bytes < 4 * concurrent * chunk && chunk > 65536) chunk = 65536;
+  if (bytes < 1 * concurrent * chunk && chunk > 32768) chunk = 32768;
+  return chunk;
+}
+
 uint64_t Tuner::nvls_chunk(uint64_t bytes, int ranks) const {
   uint64_t chunk = std::max<uint64_t>(1, config_.nvls_chunk_bytes);
   const uint64_t concurrent = uint64_t(std::max(1, config_.nvls_channels)) * uint64_t(std::max(1, ranks));
@@ -585,7 +622,7 @@ uint64_t Tuner::nvls_chunk(uint64_t bytes, int ranks) const {
 }
 
 int Tuner::channels(CollectiveAlgorithm a, CollectiveProtocol p, uint64_t bytes, int ranks) const {
-  if (a == CollectiveAlgorithm::Nvls) return std::max(1, config_.nvls_channels);
+  if (a == CollectiveAlgorithm::Nvls || a == CollectiveAlgorithm::NvlsTree) return std::max(1, config_.nvls_channels);
   uint64_t per_channel = config_.simple_bytes_per_channel;
   if (p == CollectiveProtocol::LL128) per_channel = config_.ll128_bytes_per_channel;
   if (p == CollectiveProtocol::LL)
@@ -737,15 +774,16 @@ Choice Tuner::choose(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s
   } else if (a2a) {
     algorithms = {CollectiveAlgorithm::Direct};
   } else {
-    // NCCL's own choices: ring and tree everywhere, NVLS where the switches reduce, and CollNet
+    // NCCL's own choices: ring and tree everywhere, NVLS where the switches reduce (across
+    // nodes its NVLS-tree: reduce in the node, a tree across nodes, multicast back), and CollNet
     // where the network switches reduce. Across nodes the hierarchical form where the
-    // communicator names its dimensions, or where the NVSwitches reduce: it stands for NCCL's
-    // NVLS-tree there (reduce in the node, across nodes, back); elsewhere NCCL has no such
+    // communicator names its dimensions; where the NVSwitches reduce, reduce-scatter and
+    // all-gather keep it too (its rings in the node and across); elsewhere NCCL has no such
     // schedule and runs its rings or trees across the nodes.
-    const bool hierarchical = s.dimensions_given || fabric_.in_switch_reduction;
+    const bool hierarchical = s.dimensions_given || (fabric_.in_switch_reduction && !reduces(op));
     for (CollectiveAlgorithm a : {CollectiveAlgorithm::Ring, CollectiveAlgorithm::Tree,
                                   CollectiveAlgorithm::Nvls, CollectiveAlgorithm::Hierarchical,
-                                  CollectiveAlgorithm::CollNet}) {
+                                  CollectiveAlgorithm::CollNet, CollectiveAlgorithm::NvlsTree}) {
       if ((a == CollectiveAlgorithm::Hierarchical || a == CollectiveAlgorithm::CollNet) && s.nodes <= 1) continue;
       if (a == CollectiveAlgorithm::Hierarchical && !hierarchical) continue;
       if (unsupported(op, a, protocol, s).empty()) algorithms.push_back(a);
@@ -755,7 +793,8 @@ Choice Tuner::choose(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s
   for (CollectiveAlgorithm a : algorithms)
     for (CollectiveProtocol p : kProtocols) {
       if (protocol != CollectiveProtocol::Automatic && p != protocol) continue;
-      if ((a == CollectiveAlgorithm::Nvls || a == CollectiveAlgorithm::CollNet) && p != CollectiveProtocol::Simple)
+      if ((a == CollectiveAlgorithm::Nvls || a == CollectiveAlgorithm::CollNet || a == CollectiveAlgorithm::NvlsTree) &&
+          p != CollectiveProtocol::Simple)
         continue;
       // NCCL's tuner chooses by its own model: estimate(.., false).
       const double t = estimate(op, bytes, s, a, p, false);

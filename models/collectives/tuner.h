@@ -36,8 +36,8 @@ using protocol::CollectiveProtocol;
 const char* algorithm_name(CollectiveAlgorithm a);
 const char* protocol_name(CollectiveProtocol p);
 const char* op_name(CollectiveOp op);
-// "ring", "tree", "direct", "halving-doubling", "hierarchical", "nvls", "collnet", "auto"; false
-// if unknown.
+// "ring", "tree", "direct", "halving-doubling", "hierarchical", "nvls", "collnet", "nvls_tree",
+// "auto" (case-insensitive); false if unknown.
 bool parse_algorithm(const std::string& name, CollectiveAlgorithm& out);
 // "simple", "ll", "ll128", "auto" (case-insensitive); false if unknown.
 bool parse_protocol(const std::string& name, CollectiveProtocol& out);
@@ -69,6 +69,10 @@ struct TunerConfig {
   // CollNet Direct (simple only): 3.7 us per step in the node, 31 us for the round trip through
   // the SHARP tree.
   ProtocolCost collnet = {0.0, 3.7, 31.0};
+  // NVLS-tree (simple only): NCCL's 23 us NVLink latency, halved over our two in-switch steps as
+  // for NVLS, and 14 us per level of the tree across nodes (hwLat NET NVLSTree; tuning.cc
+  // charges intraLat + 2 log2(nodes) interLat).
+  ProtocolCost nvls_tree = {0.0, 11.5, 14.0};
   // NVLS as NCCL runs it (enqueue.cc, tuning.cc): nvls_channels channels whatever the size, each
   // moving the buffer in chunks of nvls_chunk(bytes) (NCCL's 128 KiB, cut to 64/32/16 KiB for
   // smaller calls). nvls_efficiency is NCCL's measured efficiency for Hopper at the full chunk;
@@ -84,6 +88,7 @@ struct TunerConfig {
   double nvls_efficiency = 0.85;
   int nvls_channels = 16;
   uint64_t nvls_chunk_bytes = 128 * 1024;
+  uint64_t nvls_tree_max_chunk_bytes = 64 * 1024;
   double nvls_handshake_us = 0.6;
   uint64_t chunk_bytes = 128 * 1024;  // the engine's largest chunk (CollectiveEngineConfig)
   // NCCL's ring chunk with the Simple protocol: a step (NCCL_BUFFSIZE 4 MiB / NCCL_STEPS 8)
@@ -276,6 +281,14 @@ class Tuner {
   // NCCL's NVLS chunk for a call of `bytes` over `ranks` members: nvls_chunk_bytes, then 64 KiB
   // below 64 loops of all channels and members, 32 KiB below 8, 16 KiB below 2.
   uint64_t nvls_chunk(uint64_t bytes, int ranks) const;
+  // NCCL's NVLS-tree chunk (enqueue.cc) for an all-reduce of `bytes` with `heads` members per
+  // node on `nodes` nodes: nvls_chunk_bytes, at most nvls_tree_max_chunk_bytes from 4 nodes on
+  // (NCCL_NVLSTREE_MAX_CHUNKSIZE's default), then 64 KiB below 4 loops of all channels and
+  // heads, 32 KiB below 1.
+  uint64_t nvls_tree_chunk(uint64_t bytes, int heads, int nodes) const;
+  // The switch's wire bytes per payload byte where NVLS moves chunks of `chunk` bytes: NCCL's
+  // efficiency at the full chunk, and one handshake per chunk.
+  double nvls_wire_factor(uint64_t chunk) const;
   // The bytes one channel moves between two handshakes with the Simple protocol for a call
   // `op` of `bytes` over `shape`: a ring's slice (half its chunk, ring_chunk: a chain's
   // broadcast or reduce is not cut by members), a direct exchange's point-to-point chunk (at

@@ -352,7 +352,7 @@ TEST(CliCollective, EachSizeStartsAfterABarrierAsInNcclTests) {
   ASSERT_EQ(rows.size(), 4u) << sweep.out;
   ASSERT_EQ(one.size(), 1u) << alone.out;
   ASSERT_EQ(head.size(), 1u) << first.out;
-  EXPECT_NE(rows.back().label.find("hierarchical"), std::string::npos) << sweep.out;
+  EXPECT_NE(rows.back().label.find("nvls_tree"), std::string::npos) << sweep.out;
   EXPECT_NEAR(rows.back().time, one[0].time, 1e-3 * one[0].time) << sweep.out << alone.out;
   EXPECT_NEAR(rows.front().time, head[0].time, 1e-3 * head[0].time) << sweep.out << first.out;
 }

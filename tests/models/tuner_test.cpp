@@ -162,11 +162,42 @@ TEST(TunerAcrossNodes, WithoutNvlsTheTunerRunsNcclsTreesAndRings) {
               ring, 0.01 * ring);
 }
 
-TEST(TunerAcrossNodes, WithNvlsTheHierarchicalScheduleStandsForNvlsTree) {
-  // DGX H100: NCCL reduces in the node (NVLS), across nodes, and back (NVLS-tree); the
-  // hierarchical schedule does the same, so large calls across nodes take it.
+TEST(TunerAcrossNodes, WithNvlsLargeAllReducesRunNvlsTree) {
+  // DGX H100: NCCL reduces in the node (NVLS), across nodes on each GPU's shard, and back
+  // (NVLS-tree), so large all-reduces across nodes take it; a GPU's NVLinks carry its data
+  // once each way, not a ring's 2 (g-1)/g twice.
   const models::Tuner t = tuner_for("dgx-h100", false);
-  for (int nodes : {2, 8, 32}) EXPECT_EQ(choice(t, 4 * GiB, nodes), CollectiveAlgorithm::Hierarchical) << nodes;
+  for (int nodes : {2, 8, 32}) EXPECT_EQ(choice(t, 4 * GiB, nodes), CollectiveAlgorithm::NvlsTree) << nodes;
+  // All-reduce only, on nodes that reduce in their switches, with two or more members in each.
+  const std::string nvls = t.unsupported(CollectiveOp::AllReduce, CollectiveAlgorithm::NvlsTree,
+                                         models::CollectiveProtocol::Automatic, world(2));
+  EXPECT_EQ(nvls, "");
+  EXPECT_NE(t.unsupported(CollectiveOp::ReduceScatter, CollectiveAlgorithm::NvlsTree,
+                          models::CollectiveProtocol::Automatic, world(2)), "");
+  EXPECT_NE(t.unsupported(CollectiveOp::AllReduce, CollectiveAlgorithm::NvlsTree,
+                          models::CollectiveProtocol::Automatic, world(1)), "");
+  EXPECT_NE(t.unsupported(CollectiveOp::AllReduce, CollectiveAlgorithm::NvlsTree,
+                          models::CollectiveProtocol::LL128, world(2)), "");
+  const models::Tuner a100 = tuner_for("dgx-a100", false);
+  EXPECT_NE(a100.unsupported(CollectiveOp::AllReduce, CollectiveAlgorithm::NvlsTree,
+                             models::CollectiveProtocol::Automatic, world(2)), "");
+  for (int nodes : {2, 8}) EXPECT_NE(choice(a100, 4 * GiB, nodes), CollectiveAlgorithm::NvlsTree) << nodes;
+}
+
+TEST(TunerAcrossNodes, NvlsTreeChunksFollowNccl) {
+  // enqueue.cc: NCCL's NVLS chunk (128 KiB), at most 64 KiB from 4 nodes on, then 64 KiB below
+  // 4 loops of 16 channels x 8 heads, 32 KiB below 1 loop.
+  const models::Tuner t = tuner_for("dgx-h100", false);
+  const uint64_t loop = 16 * 8;
+  EXPECT_EQ(t.nvls_tree_chunk(4 * GiB, 8, 2), 128 * KiB);
+  EXPECT_EQ(t.nvls_tree_chunk(4 * loop * 128 * KiB, 8, 2), 128 * KiB);
+  EXPECT_EQ(t.nvls_tree_chunk(4 * loop * 128 * KiB - 1, 8, 2), 64 * KiB);
+  EXPECT_EQ(t.nvls_tree_chunk(loop * 64 * KiB - 1, 8, 2), 32 * KiB);
+  EXPECT_EQ(t.nvls_tree_chunk(4 * GiB, 8, 4), 64 * KiB);
+  EXPECT_EQ(t.nvls_tree_chunk(4 * loop * 64 * KiB - 1, 8, 4), 64 * KiB);
+  EXPECT_EQ(t.nvls_tree_chunk(loop * 64 * KiB - 1, 8, 4), 32 * KiB);
+  // Smaller chunks cost the switch more handshakes per byte.
+  EXPECT_GT(t.nvls_wire_factor(32 * KiB), t.nvls_wire_factor(128 * KiB));
 }
 
 TEST(TunerAcrossNodes, SharpTakesOverWhereTheNetworkSwitchesReduce) {
