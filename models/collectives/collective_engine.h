@@ -8,8 +8,8 @@
 //  - ring: 2(n-1) phases for all-reduce (n-1 for reduce-scatter/all-gather), each sending one
 //    segment to the ring successor; chain broadcast/reduce is one self-gated phase;
 //  - tree: NCCL's double binary tree: two complementary trees (the in-order binary tree over
-//    the nodes and its mirror image, a chain inside each node), each carrying half the data,
-//    reduce up then broadcast down;
+//    the nodes and its mirror or shifted image, a chain inside each node), each carrying half
+//    the data, reduce up then broadcast down;
 //  - direct: one-shot exchange (all-reduce: reduce-scatter to shard owners, then all-gather);
 //  - halving-doubling: log2 n reduce-scatter phases with partners n/2, n/4, .., 1 apart, then
 //    log2 n all-gather phases back;

@@ -13,13 +13,18 @@ constexpr uint64_t kFlowChunksPerTransfer = 16;
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 TreeLinks double_binary_tree(int count, int index, int t) {
-  auto mirror = [&](int m) { return t == 0 ? m : count - 1 - m; };
+  // Tree 1 is tree 0's mirror image over an even count, and tree 0 shifted by one member over
+  // an odd count (NCCL's ncclGetDtree): mirrored, an odd count's middle member would be inner
+  // in both trees and carry twice the others' traffic.
+  const bool odd = count % 2 == 1;
+  auto to_tree = [&](int m) { return t == 0 ? m : odd ? (m - 1 + count) % count : count - 1 - m; };
+  auto from_tree = [&](int m) { return t == 0 ? m : odd ? (m + 1) % count : count - 1 - m; };
   int up, c0, c1;
-  binary_tree(count, mirror(index), up, c0, c1);
+  binary_tree(count, to_tree(index), up, c0, c1);
   TreeLinks links;
-  if (up >= 0) links.parent = mirror(up);
+  if (up >= 0) links.parent = from_tree(up);
   for (int c : {c0, c1})
-    if (c >= 0) links.children.push_back(mirror(c));
+    if (c >= 0) links.children.push_back(from_tree(c));
   return links;
 }
 

@@ -100,8 +100,9 @@ class ScheduleBuilder {
 uint64_t ceil_div(uint64_t a, uint64_t b);
 
 // One member's place in tree `t` of NCCL's double binary tree over `count` members
-// (src/graph/trees.cc): tree 0 the in-order binary tree, tree 1 its mirror image. Members
-// are indices 0 .. count - 1.
+// (src/graph/trees.cc ncclGetDtree): tree 0 the in-order binary tree, tree 1 its mirror image
+// (an even count) or tree 0 shifted by one member (an odd count). Members are indices
+// 0 .. count - 1.
 struct TreeLinks {
   int parent = -1;            // -1: the root
   std::vector<int> children;  // at most two

@@ -8,7 +8,8 @@ namespace tessera::models {
 using protocol::CollectiveOp;
 
 // Tree: NCCL's double binary tree (src/graph/trees.cc): a chain inside each node, and two
-// binary trees over the nodes, each carrying half of the data (one the mirror of the other).
+// binary trees over the nodes, each carrying half of the data (one the mirror of the other, or
+// over an odd count of nodes the other shifted by one).
 // NCCL builds a tree per channel, each channel's chain entering the node at the GPU nearest its
 // NIC (src/graph/search.cc), so the channels' trees leave every node through all its NICs:
 // across nodes of the same members, channel group r's chain starts at member r (as
@@ -19,7 +20,7 @@ void tree_schedule(ScheduleBuilder& b, int gpus_per_node) {
   const uint64_t bytes = b.call.bytes;
   const CollectiveOp kind = b.call.kind;
   // Groups of members by node, in communicator order; a chain inside each node and the
-  // in-order binary tree (tree 0) or its mirror image (tree 1) over the nodes.
+  // in-order binary tree (tree 0) or its complement (tree 1: double_binary_tree) over the nodes.
   const int g = gpus_per_node;
   std::vector<int> node_of(n), group_start, group_size;
   for (int i = 0; i < n; ++i) {
