@@ -188,15 +188,15 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
     case CollectiveAlgorithm::HalvingDoubling: halving_doubling_schedule(builder); break;
     case CollectiveAlgorithm::Hierarchical: hierarchical_schedule(builder, shape); break;
     case CollectiveAlgorithm::Nvls: nvls_schedule(builder, tuner_.nvls_chunk(bytes, n)); break;
-    case CollectiveAlgorithm::CollNet:
     case CollectiveAlgorithm::NvlsTree: {
+      const NodeGroups& groups = node_groups(e.communicator);
+      const uint64_t chunk = tuner_.nvls_tree_chunk(bytes, int(groups.node.size()), int(groups.across.size()));
+      nvls_tree_schedule(builder, groups.node, groups.across, chunk, float(tuner_.nvls_wire_factor(chunk)));
+      break;
+    }
+    case CollectiveAlgorithm::CollNet: {
       NodeGroups& groups = node_groups(e.communicator);
       const int g = static_cast<int>(groups.node.size());
-      if (algorithm == CollectiveAlgorithm::NvlsTree) {
-        const uint64_t chunk = tuner_.nvls_tree_chunk(bytes, g, int(groups.across.size()));
-        nvls_tree_schedule(builder, groups.node, groups.across, chunk, float(tuner_.nvls_wire_factor(chunk)));
-        break;
-      }
       const float nvls_factor =
           static_cast<float>(tuner_.wire_factor(CollectiveAlgorithm::Nvls, CollectiveProtocol::Simple, bytes, g));
       if (groups.tree == nullptr) {

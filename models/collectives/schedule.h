@@ -112,8 +112,8 @@ TreeLinks double_binary_tree(int count, int index, int t);
 // `across` (the members at this rank's place in every node, this rank at index `member`), each
 // tree carrying half of this rank's `shard`, reduced up and broadcast down chunk by chunk once
 // phase `reduced` (the reduction inside the node; -1: none) has it, in chunks of at most
-// `chunk_bytes` (0: the engine's). Returns the phases whose
-// receives complete each tree's half: its down phase, or the root's up phase.
+// `chunk_bytes` (0: the engine's). Returns the phases whose receives complete each tree's
+// half: its down phase, or the root's up phase.
 std::pair<int, int> tree_across(ScheduleBuilder& b, const std::vector<int>& across, int member, uint64_t shard,
                                 int reduced, uint64_t chunk_bytes = 0);
 // The most bytes one chunk (one flow) carries.

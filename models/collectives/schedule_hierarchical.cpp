@@ -7,8 +7,8 @@ namespace tessera::models {
 
 // Hierarchical: a ring in each dimension of the communicator (innermost first) for the reduce
 // part, and back out for the gather part. An all-reduce whose outermost dimension crosses
-// nodes runs NCCL's NVLS-tree there (Tuner::tree_across_nodes): a double binary tree across
-// the nodes on the shards the dimensions inside left, 2 log2 N network steps where a ring
+// nodes runs a double binary tree there (Tuner::tree_across_nodes), as NCCL's NVLS-tree does
+// across nodes: on the shards the dimensions inside left, 2 log2 N network steps where a ring
 // takes 2 (N - 1).
 void hierarchical_schedule(ScheduleBuilder& b, const CommunicatorShape& shape) {
   const std::vector<int>& ranks = b.ranks();
