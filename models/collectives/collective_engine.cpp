@@ -197,8 +197,7 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
     case CollectiveAlgorithm::CollNet: {
       NodeGroups& groups = node_groups(e.communicator);
       const int g = static_cast<int>(groups.node.size());
-      const float nvls_factor =
-          static_cast<float>(tuner_.wire_factor(CollectiveAlgorithm::Nvls, CollectiveProtocol::Simple, bytes, g));
+      const float nvls_factor = float(tuner_.nvls_wire_factor(tuner_.nvls_chunk(bytes, g)));
       if (groups.tree == nullptr) {
         if (config_.trees == nullptr)
           throw std::runtime_error(std::string(name()) + ": collnet needs the platform's aggregation trees");
@@ -289,6 +288,14 @@ void merge_transfer(std::vector<Transfer>& into, const Transfer& t) {
   into.back().step_chunk_bytes = step_chunk;
 }
 
+// Cuts a merged transfer into `flows` flows sent together, one chunk each (a chunk's size
+// held in 32 bits).
+void cut_into_flows(Transfer& t, uint64_t flows) {
+  t.chunk_bytes =
+      static_cast<uint32_t>(std::min<uint64_t>(std::max<uint64_t>(ceil_div(t.bytes, flows), 1), kMaxChunkBytes));
+  t.chunks = t.bytes == 0 ? 0 : static_cast<uint32_t>(ceil_div(t.bytes, t.chunk_bytes));
+}
+
 }  // namespace
 
 void CollectiveEngine::steady_state(Instance& inst) const {
@@ -336,9 +343,7 @@ void CollectiveEngine::steady_state(Instance& inst) const {
         t.steps = across ? uint32_t(network) : t.steps - uint32_t(network);
       else if (!ring && network > 0 && across)
         t.steps = uint32_t(network);
-      const uint64_t flows = tree && across ? merged.together : 1;
-      t.chunk_bytes = static_cast<uint32_t>(std::min<uint64_t>(std::max<uint64_t>(ceil_div(t.bytes, flows), 1), kMaxChunkBytes));
-      t.chunks = t.bytes == 0 ? 0 : static_cast<uint32_t>(ceil_div(t.bytes, t.chunk_bytes));
+      cut_into_flows(t, tree && across ? merged.together : 1);
     }
   phases.assign(1, std::move(merged));
 }
@@ -371,9 +376,7 @@ void CollectiveEngine::steady_nvls_tree(Instance& inst) const {
     for (Transfer& t : *list) {
       t.moving_steps = t.steps;
       t.steps = std::max(1u, levels);
-      t.chunk_bytes = static_cast<uint32_t>(
-          std::min<uint64_t>(std::max<uint64_t>(ceil_div(t.bytes, tree.together), 1), kMaxChunkBytes));
-      t.chunks = t.bytes == 0 ? 0 : static_cast<uint32_t>(ceil_div(t.bytes, t.chunk_bytes));
+      cut_into_flows(t, tree.together);
     }
   // The pipeline's fill: the first chunk is reduced in the switch, goes up and down the tree
   // and is multicast before the last leaves, so each multicast window stands for that chain,

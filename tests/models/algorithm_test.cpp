@@ -302,10 +302,10 @@ TEST(TreeSchedule, TheDoubleBinaryTreesAreComplementaryOverAnyCount) {
 }
 
 TEST(HierarchicalSchedule, AnAllReduceAcrossNodesRunsTheDoubleBinaryTreeThere) {
-  // 4 nodes of 8: the ring reduce-scatter in the node (7 phases), NCCL's NVLS-tree across the
-  // nodes on GPU i of every node, the ring all-gather back (7 phases). Rank 18 is GPU 2 of node
-  // 2: in the in-order tree over 4 nodes its parent is node 0 and its children nodes 1 and 3;
-  // in the mirror it is a leaf under node 1.
+  // 4 nodes of 8: the ring reduce-scatter in the node (7 phases), a double binary tree across
+  // the nodes on GPU i of every node (as NCCL's NVLS-tree runs there), the ring all-gather back
+  // (7 phases). Rank 18 is GPU 2 of node 2: in the in-order tree over 4 nodes its parent is
+  // node 0 and its children nodes 1 and 3; in the mirror it is a leaf under node 1.
   std::vector<int> ranks(32);
   for (int r = 0; r < 32; ++r) ranks[size_t(r)] = r;
   const models::CommunicatorShape shape = models::communicator_shape(ranks, 8);
