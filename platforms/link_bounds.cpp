@@ -16,16 +16,23 @@
 //
 // The shares depend on the source only through its first switch (a gateway with one uplink;
 // one with several counts alone) and on the destination only through its routing key (the
-// switches it hangs off), so the bounds take one spread per pair of those classes, twice.
+// switches it hangs off). The senders' bound spreads each source class toward every key at once,
+// following groups of keys that move alike (platforms/key_groups.h): on a three-tier tree of
+// 2,048 leaves a source's spread toward all 2,047 other leaves visits some 130,000 links, where
+// one spread per key would visit 2,047 x 2,100. The receivers' bound comes from the same
+// spreads: per link, the largest share any source put on it toward each group of keys.
 // Loads are compared in wire bytes, which needs every network link to frame packets alike.
 #include <algorithm>
 #include <stdexcept>
 
+#include "platforms/key_groups.h"
 #include "platforms/routing.h"
 
 namespace tessera::platforms {
 
 namespace {
+
+constexpr uint32_t kNone = PortLists::kNone;
 
 bool same_framing(const protocol::LinkTiming& a, const protocol::LinkTiming& b) {
   return a.packet_overhead_bytes == b.packet_overhead_bytes &&
@@ -35,16 +42,226 @@ bool same_framing(const protocol::LinkTiming& a, const protocol::LinkTiming& b) 
 // Senders (or receivers) that share their spreads: a representative gateway, and what all of
 // them can send (or receive) in bytes/s.
 struct GatewayClass {
-  uint32_t first = 0, second = PortLists::kNone;  // two members, where there are two
+  uint32_t first = 0, second = kNone;  // two members, where there are two
   double capacity = 0.0;
   void add(uint32_t gateway, double bandwidth) {
     if (capacity == 0.0) first = gateway;
-    else if (second == PortLists::kNone) second = gateway;
+    else if (second == kNone) second = gateway;
     capacity += bandwidth;
   }
 };
 
+// One source's shares on the links between switches, each toward a group of keys. A link that
+// several groups cross (routes of unequal hop counts, lists that overlap) keeps them apart
+// until `settle` sums them key by key.
+class SourceShares {
+ public:
+  explicit SourceShares(size_t directed) : group_(directed, kNone), share_(directed, 0.0) {}
+  void add(uint32_t link, uint32_t group, double share) {
+    if (group_[link] == kNone) {
+      group_[link] = group;
+      share_[link] = share;
+      touched_.push_back(link);
+    } else if (group_[link] == group) {
+      share_[link] += share;
+    } else {
+      if (group_[link] != kMixed) mixed_.push_back({link, group_[link], share_[link]});
+      group_[link] = kMixed;
+      mixed_.push_back({link, group, share});
+    }
+  }
+  // Calls f(link, shares) for every link crossed, shares being disjoint groups of keys with the
+  // share of each; then forgets them.
+  template <typename F>
+  void settle(KeyGroups& groups, F f) {
+    std::sort(mixed_.begin(), mixed_.end(), [](const Mixed& a, const Mixed& b) { return a.link < b.link; });
+    std::vector<std::pair<uint32_t, double>> shares;
+    for (uint32_t l : touched_) {
+      shares.clear();
+      if (group_[l] != kMixed) {
+        shares.emplace_back(group_[l], share_[l]);
+      } else {
+        auto i = std::lower_bound(mixed_.begin(), mixed_.end(), l,
+                                  [](const Mixed& m, uint32_t link) { return m.link < link; });
+        for (; i != mixed_.end() && i->link == l; ++i) shares.emplace_back(i->group, i->share);
+        groups.disjoint(shares);
+      }
+      f(l, shares);
+      group_[l] = kNone;
+    }
+    touched_.clear();
+    mixed_.clear();
+  }
+
+ private:
+  static constexpr uint32_t kMixed = kNone - 1;
+  struct Mixed {
+    uint32_t link, group;
+    double share;
+  };
+  std::vector<uint32_t> group_;  // per directed link: the group toward which it carries, or kMixed
+  std::vector<double> share_;
+  std::vector<uint32_t> touched_;
+  std::vector<Mixed> mixed_;
+};
+
+// Keeps, per group, the largest share seen.
+void keep_largest(std::vector<std::pair<uint32_t, double>>& most, uint32_t group, double share) {
+  for (auto& [g, s] : most)
+    if (g == group) {
+      s = std::max(s, share);
+      return;
+    }
+  most.emplace_back(group, share);
+}
+
 }  // namespace
+
+// Spreads a transfer from gateway `from` toward every key of a group at once, stage by stage as
+// spread_over does one transfer: what reaches a device toward a group splits by the device's
+// partition of the keys, each part forwarded over its list, an equal part on each entry.
+class Routing::SpreadToEveryKey {
+ public:
+  SpreadToEveryKey(const Routing& routing, KeyGroups& groups, const std::vector<GatewayClass>& receivers)
+      : r_(routing), graph_(routing.topology_.network.graph), gws_(routing.topology_.network.gateways),
+        groups_(groups), receivers_(receivers), partition_(graph_.devices.size(), kNone),
+        slot_(graph_.devices.size(), kNone) {}
+
+  // Adds to `shares` what a transfer from `from` toward each key of `group` puts on every link
+  // between switches. Throws std::logic_error for a route that does not end, or ends at another
+  // gateway than its key's.
+  void spread(uint32_t from, uint32_t group, SourceShares& shares) {
+    from_ = from;
+    wave_.assign(1, Particle{from, group, 1.0, kNone});
+    for (size_t stage = 0; !wave_.empty(); ++stage) {
+      if (stage > graph_.devices.size())
+        throw std::logic_error("a route from " + graph_.devices[from].name + " does not end");
+      next_.clear();
+      for (const Particle& p : wave_)
+        if (p.share > 0.0) forward(p, shares);
+      merge_groups_apart();
+      for (const Particle& p : next_) slot_[p.device] = kNone;
+      std::swap(wave_, next_);
+    }
+  }
+
+  // The transfer toward the source's own key (to another of its gateways, where there is one),
+  // spread as one transfer is; nothing where there is no route.
+  void spread_to_own_key(uint32_t from, uint32_t group, SourceShares& shares) {
+    const GatewayClass& t = receivers_[groups_.members(group).front()];
+    const uint32_t to = t.first != from ? t.first : t.second;
+    if (to == kNone) return;
+    try {
+      r_.network_spread(from, to, own_, scratch_);
+    } catch (const std::exception&) {
+      return;
+    }
+    for (const Share& x : own_)
+      if (x.device >= gws_ && graph_.neighbor(x.device, x.port) >= gws_)
+        shares.add(graph_.directed_link(x.device, x.port), group, x.share);
+  }
+
+ private:
+  struct Particle {
+    uint32_t device, group;
+    double share;
+    uint32_t same_device;  // the next particle at the same device this stage, or kNone
+  };
+
+  uint32_t destination(uint32_t key) const { return receivers_[key].first; }
+
+  // The device's list toward `key`: a gateway's uplinks (kNone: its one uplink), a switch's ports.
+  uint32_t list_toward(uint32_t device, uint32_t key) const {
+    return device < gws_ ? r_.uplink_list(device, destination(key)) : r_.switch_list_or_none(device, destination(key));
+  }
+
+  // The device's partition of the keys. A gateway with one uplink sends everything by it; a
+  // gateway's list kNone is that one uplink too (a switch's: no route).
+  uint32_t partition_of(uint32_t device) {
+    const bool gateway = device < gws_, one_uplink = gateway && graph_.ports(device) == 1;
+    uint32_t& p = one_uplink ? one_uplink_partition_ : partition_[device];
+    if (p != kNone) return p;
+    const PortLists& lists = r_.net_lists_;
+    auto same = [&](uint32_t a, uint32_t b) {
+      return a == b || (a != kOnlyPort && b != kOnlyPort && lists.size(a) == lists.size(b) &&
+                        std::equal(lists.ports.begin() + lists.begin[a], lists.ports.begin() + lists.begin[a + 1],
+                                   lists.ports.begin() + lists.begin[b]));
+    };
+    p = groups_.partition(
+        [&](uint32_t k) {
+          if (one_uplink) return kOnlyPort;
+          const uint32_t list = list_toward(device, k);
+          return gateway && list == kNone ? kOnlyPort : list;
+        },
+        same);
+    return p;
+  }
+
+  void forward(const Particle& p, SourceShares& shares) {
+    const uint32_t x = p.device;
+    if (x < gws_ && x != from_) throw std::logic_error("a route enters " + graph_.devices[x].name);
+    for (const KeyGroups::Part& part : groups_.split(p.group, partition_of(x))) {
+      const uint32_t list = list_toward(x, part.key);
+      const PortLists& lists = r_.net_lists_;
+      const uint32_t n = list == kNone ? 1 : lists.size(list);
+      const double share = p.share / n;
+      for (uint32_t i = 0; i < n; ++i) {
+        const uint32_t port = list == kNone ? 0 : lists.ports[lists.begin[list] + i];
+        const uint32_t y = graph_.neighbor(x, port);
+        if (x >= gws_ && y >= gws_) shares.add(graph_.directed_link(x, port), part.group, share);
+        if (y >= gws_) arrive(y, part.group, share);
+        else if (groups_.members(part.group).size() != 1 || destination(part.key) != y)
+          throw std::logic_error("a route toward " + graph_.devices[destination(part.key)].name + " enters " +
+                                 graph_.devices[y].name);
+      }
+    }
+  }
+
+  void arrive(uint32_t y, uint32_t group, double share) {
+    uint32_t& first = slot_[y];
+    for (uint32_t i = first; i != kNone; i = next_[i].same_device)
+      if (next_[i].group == group) {
+        next_[i].share += share;
+        return;
+      }
+    if (first != kNone) apart_.push_back(y);
+    next_.push_back(Particle{y, group, share, first});
+    first = static_cast<uint32_t>(next_.size() - 1);
+  }
+
+  // A device that different groups reached at one stage (paths that meet): what it holds
+  // toward each key is their sum, so its groups become disjoint ones of equal shares.
+  void merge_groups_apart() {
+    std::sort(apart_.begin(), apart_.end());
+    apart_.erase(std::unique(apart_.begin(), apart_.end()), apart_.end());
+    for (uint32_t y : apart_) {
+      held_.clear();
+      for (uint32_t i = slot_[y]; i != kNone; i = next_[i].same_device) {
+        held_.emplace_back(next_[i].group, next_[i].share);
+        next_[i].share = 0.0;  // replaced below
+      }
+      groups_.disjoint(held_);
+      for (const auto& [group, share] : held_) next_.push_back(Particle{y, group, share, kNone});
+    }
+    apart_.clear();
+  }
+
+  static constexpr uint32_t kOnlyPort = kNone - 1;
+  const Routing& r_;
+  const Graph& graph_;
+  const uint32_t gws_;
+  KeyGroups& groups_;
+  const std::vector<GatewayClass>& receivers_;
+  std::vector<uint32_t> partition_;  // per device, once computed
+  uint32_t one_uplink_partition_ = kNone;
+  std::vector<uint32_t> slot_;       // per device: its first particle in next_, or kNone
+  std::vector<Particle> wave_, next_;
+  std::vector<uint32_t> apart_;
+  std::vector<std::pair<uint32_t, double>> held_;
+  std::vector<Share> own_;
+  SpreadScratch scratch_;
+  uint32_t from_ = 0;
+};
 
 std::vector<bool> Routing::links_that_cannot_fill(bool in_network_reduction) const {
   const Network& net = topology_.network;
@@ -66,49 +283,37 @@ std::vector<bool> Routing::links_that_cannot_fill(bool in_network_reduction) con
       if (graph.ports(g) > 1) senders[g].add(g, bandwidth);
       else if (graph.neighbor(g, 0) >= gws) senders[graph.neighbor(g, 0)].add(g, bandwidth);
     }
-  std::vector<uint32_t> sending;
-  for (uint32_t c = 0; c < senders.size(); ++c)
-    if (senders[c].capacity > 0.0) sending.push_back(c);
-  if (uint64_t(sending.size()) * keys_ > kMaxBoundPairs) return {};
+  std::vector<double> key_capacity(keys_);
+  for (uint32_t k = 0; k < keys_; ++k) key_capacity[k] = receivers[k].capacity;
+  KeyGroups groups(std::move(key_capacity));
 
   const uint32_t directed = 2 * static_cast<uint32_t>(graph.links.size());
-  std::vector<double> most(directed, 0.0), by_senders(directed, 0.0), by_receivers(directed, 0.0);
-  std::vector<uint32_t> touched;
-  std::vector<Share> spread;
-  SpreadScratch scratch;
-  // Spreads a transfer between the classes' representatives and keeps, per link between
-  // switches, the largest share seen since the last settle().
-  auto spread_pair = [&](const GatewayClass& s, const GatewayClass& t) {
-    const uint32_t from = s.first;
-    const uint32_t to = t.first != from ? t.first : t.second;
-    if (to == PortLists::kNone) return;  // the class's one gateway sends nowhere but to others
-    try {
-      network_spread(from, to, spread, scratch);
-    } catch (const std::exception&) {
-      return;  // no route between them (separate rails or planes): nothing crosses
+  std::vector<double> by_senders(directed, 0.0);
+  std::vector<std::vector<std::pair<uint32_t, double>>> most_toward(directed);  // per link: (group, largest share)
+  SourceShares shares(directed);
+  SpreadToEveryKey spreads(*this, groups, receivers);
+  std::vector<uint32_t> others;
+  try {
+    for (uint32_t c = 0; c < senders.size(); ++c) {
+      const GatewayClass& s = senders[c];
+      if (s.capacity == 0.0) continue;
+      const uint32_t own = key_of_[s.first];
+      others.clear();
+      for (uint32_t k = 0; k < keys_; ++k)
+        if (k != own) others.push_back(k);
+      spreads.spread(s.first, groups.group(others), shares);
+      spreads.spread_to_own_key(s.first, groups.group({own}), shares);
+      shares.settle(groups, [&](uint32_t l, const std::vector<std::pair<uint32_t, double>>& toward) {
+        double most = 0.0;
+        for (const auto& [group, share] : toward) {
+          most = std::max(most, share);
+          keep_largest(most_toward[l], group, share);
+        }
+        by_senders[l] += s.capacity * most;
+      });
     }
-    for (const Share& x : spread) {
-      if (x.device < gws || graph.neighbor(x.device, x.port) < gws) continue;  // a gateway's link
-      const uint32_t l = graph.directed_link(x.device, x.port);
-      if (most[l] == 0.0) touched.push_back(l);
-      most[l] = std::max(most[l], x.share);
-    }
-  };
-  // Adds to each link's bound its largest share times the capacity of the class held fixed.
-  auto settle = [&](std::vector<double>& bound, double capacity) {
-    for (uint32_t l : touched) {
-      bound[l] += capacity * most[l];
-      most[l] = 0.0;
-    }
-    touched.clear();
-  };
-  for (uint32_t s : sending) {
-    for (uint32_t k = 0; k < keys_; ++k) spread_pair(senders[s], receivers[k]);
-    settle(by_senders, senders[s].capacity);
-  }
-  for (uint32_t k = 0; k < keys_; ++k) {
-    for (uint32_t s : sending) spread_pair(senders[s], receivers[k]);
-    settle(by_receivers, receivers[k].capacity);
+  } catch (const std::logic_error&) {
+    return {};  // a route that does not end: nothing is proven
   }
 
   std::vector<bool> cannot_fill(directed, false);
@@ -117,7 +322,7 @@ std::vector<bool> Routing::links_that_cannot_fill(bool in_network_reduction) con
     if (link.a < gws || link.b < gws || !same_framing(link.timing, framing)) continue;
     const double capacity = link.timing.bandwidth_bytes_per_s * (1.0 + 1e-9);  // a tie fills nothing alone
     for (uint32_t l = 2 * li; l < 2 * li + 2; ++l)
-      cannot_fill[l] = std::min(by_senders[l], by_receivers[l]) <= capacity;
+      cannot_fill[l] = std::min(by_senders[l], groups.receivable(most_toward[l])) <= capacity;
   }
   return cannot_fill;
 }

@@ -564,12 +564,17 @@ uint32_t Routing::gateway_uplink(uint32_t gateway, uint32_t destination, uint64_
   return list == PortLists::kNone ? 0 : net_lists_.pick_turn(list, turn);
 }
 
-uint32_t Routing::switch_list(uint32_t device, uint32_t destination) const {
+uint32_t Routing::switch_list_or_none(uint32_t device, uint32_t destination) const {
   const Network& net = topology_.network;
   const auto& direct = direct_[device - net.gateways];
   auto it = std::lower_bound(direct.begin(), direct.end(), std::make_pair(destination, 0u));
   if (it != direct.end() && it->first == destination) return it->second;
-  const uint32_t list = column(key_of_[destination]).switches[device - net.gateways];
+  return column(key_of_[destination]).switches[device - net.gateways];
+}
+
+uint32_t Routing::switch_list(uint32_t device, uint32_t destination) const {
+  const Network& net = topology_.network;
+  const uint32_t list = switch_list_or_none(device, destination);
   if (list == PortLists::kNone)
     throw std::runtime_error("no route from " + net.graph.devices[device].name + " to " +
                              net.graph.devices[destination].name);

@@ -170,12 +170,11 @@ class Routing {
   // (platforms/link_bounds.cpp, docs/fidelity.md "Links that cannot fill"). By the network
   // graph's directed link (Graph::directed_link); empty where the bound does not apply:
   // in-network reduction (its flows cross switches outside any spread), network links that
-  // frame packets differently, or more than kMaxBoundPairs pairs of gateway classes to spread.
+  // frame packets differently, or a route that does not end.
   std::vector<bool> links_that_cannot_fill(bool in_network_reduction) const;
   // The routing key of network gateway `gateway`: gateways of one key (hanging off the same
   // switches) are routed to alike everywhere but on their own links.
   uint32_t destination_key(uint32_t gateway) const { return key_of_[gateway]; }
-  static constexpr uint64_t kMaxBoundPairs = uint64_t(1) << 20;
 
  private:
   // The port of `device`'s list toward `target` (a GPU, or nt.gpus + a gateway) that t's hash picks.
@@ -185,7 +184,8 @@ class Routing {
   // The weighted list of gateway `gateway`'s uplinks toward gateway `destination` (kNone: it
   // has one uplink); of network switch `device`'s ports toward it.
   uint32_t uplink_list(uint32_t gateway, uint32_t destination) const;
-  uint32_t switch_list(uint32_t device, uint32_t destination) const;
+  uint32_t switch_list(uint32_t device, uint32_t destination) const;  // throws where there is no route
+  uint32_t switch_list_or_none(uint32_t device, uint32_t destination) const;
   // The chunk's turn at gateway `gateway` of its source node: its place among the chunks of
   // its transfer that the source GPU sent there (hash `h` picked the gateway).
   uint64_t gateway_turn(const protocol::FabricTransfer& t, uint64_t h) const;
@@ -193,6 +193,8 @@ class Routing {
   // Marks `use` on every directed node link of every route from `from` to node target `target`.
   void mark_routes(uint32_t from, uint32_t target, uint8_t use, std::vector<uint8_t>& links) const;
   void build_network_tables();
+  // The spread of one source toward every key at once (platforms/link_bounds.cpp).
+  class SpreadToEveryKey;
 
   const PlatformGraph& topology_;
   uint32_t node_targets_ = 0;      // GPUs, then gateways

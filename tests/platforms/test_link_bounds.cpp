@@ -104,13 +104,39 @@ PlatformConfig rails(int nodes, double oversubscription) {
   return c;
 }
 
+PlatformConfig torus() {
+  PlatformConfig c = load_platform("torus-3d");
+  c.nodes = 27;
+  c.network.torus_dims = {3, 3, 3};
+  c.validate();
+  return c;
+}
+
+PlatformConfig dragonfly() {
+  PlatformConfig c = single_gpu_nodes(36, Topology::FatTree, 8, 1.0, 2);
+  c.network.topology = Topology::Dragonfly;
+  c.network.dragonfly_groups = 4;
+  c.network.dragonfly_routers_per_group = 3;
+  c.network.dragonfly_global_links_per_router = 1;
+  c.validate();
+  return c;
+}
+
+// Gateways cabled to two leaves each: senders of classes of their own.
+PlatformConfig dual_homed() {
+  return load_platform(std::string(TESSERA_BAD_PLATFORMS) + "/../good/dual-homed-links.yaml");
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Networks, LinksThatCannotFill,
     ::testing::Values(BoundCase{"two_tiers", single_gpu_nodes(16, Topology::FatTree, 8, 1.0, 2), true},
                       BoundCase{"three_tiers", single_gpu_nodes(64, Topology::FatTree, 8, 1.0, 3), true},
                       BoundCase{"oversubscribed_3_to_1", single_gpu_nodes(24, Topology::FatTree, 8, 3.0, 2), false},
                       BoundCase{"rail_optimized", rails(12, 1.0), true},
-                      BoundCase{"rail_optimized_oversubscribed", rails(12, 3.0), false}),
+                      BoundCase{"rail_optimized_16_nodes", rails(16, 1.0), true},
+                      BoundCase{"rail_optimized_oversubscribed", rails(12, 3.0), false},
+                      BoundCase{"torus", torus(), false}, BoundCase{"dragonfly", dragonfly(), false},
+                      BoundCase{"dual_homed", dual_homed(), false}),
     [](const ::testing::TestParamInfo<BoundCase>& info) { return std::string(info.param.name); });
 
 // On an oversubscribed leaf, what its gateways send can fill its uplinks: none is left out.
