@@ -274,6 +274,21 @@ TEST(Tuner, BinaryTreesAreComplementary) {
   EXPECT_EQ(models::binary_tree_depth(8), 3);
 }
 
+TEST(TreeSchedule, TheTreesDepthIsItsDeepestMembers) {
+  // Hops from each member up to the root, the longest of them, over every count (asked twice,
+  // and in turn, as the ranks of calls ask).
+  for (int n : {1, 2, 3, 5, 8, 13, 64, 100, 255, 256, 257, 1000, 1024, 4097}) {
+    int deepest = 0;
+    for (int r = 0; r < n; ++r) {
+      int d = 0, p = r, c0, c1;
+      for (; p > 0; ++d) models::binary_tree(n, p, p, c0, c1);
+      deepest = std::max(deepest, d);
+    }
+    EXPECT_EQ(models::binary_tree_depth(n), deepest) << n << " members";
+    EXPECT_EQ(models::binary_tree_depth(n), deepest) << n << " members, asked again";
+  }
+}
+
 TEST(TreeSchedule, TheDoubleBinaryTreesAreComplementaryOverAnyCount) {
   // NCCL's ncclGetDtree: tree 1 mirrors tree 0 over an even count and shifts it by one over an
   // odd count. Either way each tree has one root and every other member one parent that lists it
