@@ -125,7 +125,16 @@ class Routing::SpreadToEveryKey {
   SpreadToEveryKey(const Routing& routing, KeyGroups& groups, const std::vector<GatewayClass>& receivers)
       : r_(routing), graph_(routing.topology_.network.graph), gws_(routing.topology_.network.gateways),
         groups_(groups), receivers_(receivers), partition_(graph_.devices.size(), kNone),
-        slot_(graph_.devices.size(), kNone) {}
+        slot_(graph_.devices.size(), kNone) {
+    // Each port's far end and directed link, flat: the spreads read them some 10^8 times.
+    first_port_.reserve(graph_.devices.size() + 1);
+    for (uint32_t x = 0; x < graph_.devices.size(); ++x) {
+      first_port_.push_back(static_cast<uint32_t>(ports_.size()));
+      for (uint32_t p = 0; p < graph_.ports(x); ++p)
+        ports_.push_back({graph_.neighbor(x, p), graph_.directed_link(x, p)});
+    }
+    first_port_.push_back(static_cast<uint32_t>(ports_.size()));
+  }
 
   // Adds to `shares` what a transfer from `from` toward each key of `group` puts on every link
   // between switches. Throws std::logic_error for a route that does not end, or ends at another
@@ -207,8 +216,8 @@ class Routing::SpreadToEveryKey {
       const double share = p.share / n;
       for (uint32_t i = 0; i < n; ++i) {
         const uint32_t port = list == kNone ? 0 : lists.ports[lists.begin[list] + i];
-        const uint32_t y = graph_.neighbor(x, port);
-        if (x >= gws_ && y >= gws_) shares.add(graph_.directed_link(x, port), part.group, share);
+        const auto [y, link] = ports_[first_port_[x] + port];
+        if (x >= gws_ && y >= gws_) shares.add(link, part.group, share);
         if (y >= gws_) arrive(y, part.group, share);
         else if (groups_.members(part.group).size() != 1 || destination(part.key) != y)
           throw std::logic_error("a route toward " + graph_.devices[destination(part.key)].name + " enters " +
@@ -252,6 +261,11 @@ class Routing::SpreadToEveryKey {
   const uint32_t gws_;
   KeyGroups& groups_;
   const std::vector<GatewayClass>& receivers_;
+  struct Port {
+    uint32_t neighbor, link;
+  };
+  std::vector<Port> ports_;          // by first_port_[device] + port
+  std::vector<uint32_t> first_port_;
   std::vector<uint32_t> partition_;  // per device, once computed
   uint32_t one_uplink_partition_ = kNone;
   std::vector<uint32_t> slot_;       // per device: its first particle in next_, or kNone
