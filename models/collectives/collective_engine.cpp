@@ -312,7 +312,12 @@ void CollectiveEngine::steady_state(Instance& inst) const {
     default:
       return;  // tree (and in-switch) schedules keep their phases
   }
-  if (phases.size() < 2) return;
+  // One phase that stands for one step has nothing to merge (a broadcast's chain); a ring's
+  // phase per ring stands for all its steps (ring_schedule) and is merged below as the phases
+  // of its steps would be.
+  const bool whole_rings = inst.choice.algorithm == CollectiveAlgorithm::Ring && !phases.empty() &&
+                           !phases[0].sends.empty() && phases[0].sends[0].steps > 1;
+  if (phases.size() < 2 && !whole_rings) return;
   Phase merged;
   for (const Phase& ph : phases) {
     for (const Transfer& t : ph.sends) merge_transfer(merged.sends, t);

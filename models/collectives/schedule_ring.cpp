@@ -34,9 +34,11 @@ void ring_schedule(ScheduleBuilder& b, const CommunicatorShape& shape) {
   // its share). Each ring is a chain of phases, at most kMaxRingPhases in all: on very large
   // communicators a phase carries several consecutive steps of its ring (Transfer::steps, and
   // the chunk of one step for the latency chain they stand for).
+  // Flow fidelity merges a ring's steps into one transfer each way (CollectiveEngine::
+  // steady_state): one phase per ring carries them all, as it would after merging.
   const std::vector<RingChannels> rings = ring_channels(shape, p, C);
   const int per_ring = std::max(1, static_cast<int>(kMaxRingPhases / uint32_t(rings.size())));
-  const int group = std::max(1, (steps + per_ring - 1) / per_ring);
+  const int group = b.call.steady_state ? std::max(1, steps) : std::max(1, (steps + per_ring - 1) / per_ring);
   auto on = [&](const RingChannels& ring, int position, int k) {
     const uint64_t step_bytes = ceil_div(segment * ring.channels, C);
     Transfer t = b.transfer(b.rank_at(position), step_bytes * uint64_t(k), ring.channels);
