@@ -140,7 +140,6 @@ class Routing::SpreadToEveryKey {
   // between switches. Throws std::logic_error for a route that does not end, or ends at another
   // gateway than its key's.
   void spread(uint32_t from, uint32_t group, SourceShares& shares) {
-    from_ = from;
     wave_.assign(1, Particle{from, group, 1.0, kNone});
     for (size_t stage = 0; !wave_.empty(); ++stage) {
       if (stage > graph_.devices.size())
@@ -207,8 +206,7 @@ class Routing::SpreadToEveryKey {
   }
 
   void forward(const Particle& p, SourceShares& shares) {
-    const uint32_t x = p.device;
-    if (x < gws_ && x != from_) throw std::logic_error("a route enters " + graph_.devices[x].name);
+    const uint32_t x = p.device;  // a switch, or the source (what reaches a gateway has arrived)
     for (const KeyGroups::Part& part : groups_.split(p.group, partition_of(x))) {
       const uint32_t list = list_toward(x, part.key);
       const PortLists& lists = r_.net_lists_;
@@ -274,7 +272,6 @@ class Routing::SpreadToEveryKey {
   std::vector<std::pair<uint32_t, double>> held_;
   std::vector<Share> own_;
   SpreadScratch scratch_;
-  uint32_t from_ = 0;
 };
 
 std::vector<bool> Routing::links_that_cannot_fill(bool in_network_reduction) const {
