@@ -56,6 +56,7 @@ uint32_t MaxMinFairShare::add(const uint32_t* links, const double* weights, size
     Link& l = links_[link];
     f.hops.push_back(Hop{link, static_cast<uint32_t>(l.members.size()), weight});
     l.members.push_back(Member{id, static_cast<uint32_t>(h)});
+    l.weight_all += weight;
     f.bound = std::min(f.bound, l.capacity / weight);
     touch(link);
   }
@@ -65,6 +66,7 @@ uint32_t MaxMinFairShare::add(const uint32_t* links, const double* weights, size
     l.capacity = cap;
     f.hops.push_back(Hop{f.cap_link, static_cast<uint32_t>(l.members.size()), 1.0});
     l.members.push_back(Member{id, static_cast<uint32_t>(hops)});
+    l.weight_all += 1.0;
     f.bound = std::min(f.bound, cap);
     touch(f.cap_link);
   }
@@ -72,6 +74,8 @@ uint32_t MaxMinFairShare::add(const uint32_t* links, const double* weights, size
   if (hops == 0) {  // nothing limits it, and nothing it touches needs solving again
     f.rate = std::numeric_limits<double>::infinity();
     f.fixed = true;
+  } else {
+    added_.push_back(id);
   }
   ++active_;
   return id;
@@ -80,6 +84,8 @@ uint32_t MaxMinFairShare::add(const uint32_t* links, const double* weights, size
 void MaxMinFairShare::remove(uint32_t flow) {
   Flow& f = flows_[flow];
   if (!f.active) throw std::logic_error("max-min fair share: removing an inactive flow");
+  // Its links filled at its rate or above (0 if it was never solved: everything is solved again).
+  if (!f.hops.empty()) removed_below_ = std::min(removed_below_, f.fixed ? f.rate : 0.0);
   for (const Hop& hop : f.hops) {
     Link& l = links_[hop.link];
     const Member last = l.members.back();
@@ -88,6 +94,7 @@ void MaxMinFairShare::remove(uint32_t flow) {
     l.members.pop_back();
     // (An empty link's demand is exactly zero, whatever rounding the sums left.)
     l.demand = l.members.empty() ? 0.0 : l.demand - hop.weight * f.bound;
+    l.weight_all = l.members.empty() ? 0.0 : l.weight_all - hop.weight;
     touch(hop.link);
   }
   f.active = false;
@@ -100,16 +107,38 @@ const std::vector<uint32_t>& MaxMinFairShare::recompute() {
   component_flows_.clear();
   if (dirty_.empty()) return component_flows_;
   ++recomputations_;
+  // (The margin keeps a flow whose rate rounding put just below the level in the solve.)
+  kept_below_ = unchanged_below() * (1.0 - 1e-9);
   collect_component();
   fill();
   dirty_.clear();
+  added_.clear();
+  removed_below_ = std::numeric_limits<double>::infinity();
   ++dirty_epoch_;
   return component_flows_;
+}
+
+// Below the least of: the rates of the flows removed, and for each flow added the least
+// capacity / (weight of all members) over its links (at level x a link carries at most x times
+// its members' weight, so none of those links fills below it, and the added flow's rate is at
+// least that).
+double MaxMinFairShare::unchanged_below() const {
+  double level = removed_below_;
+  for (uint32_t id : added_) {
+    const Flow& f = flows_[id];
+    if (!f.active || f.fixed) continue;  // removed since (then level is 0), or crosses nothing
+    for (const Hop& hop : f.hops) {
+      const Link& l = links_[hop.link];
+      level = std::min(level, l.capacity / l.weight_all);
+    }
+  }
+  return level;
 }
 
 // Breadth-first from the touched links over tight links: a link's member flows, then those
 // flows' other tight links. Each link's filling state starts here, in the same pass. A touched
 // link that was tight and is slack now lets its flows go: they are solved again without it.
+// Flows that keep their rates are not followed: what they use of a link comes off its residual.
 void MaxMinFairShare::collect_component() {
   ++epoch_;
   component_links_.clear();
@@ -119,10 +148,18 @@ void MaxMinFairShare::collect_component() {
     l.was_tight = now;
     if (now) join(link);
     else if (before)
-      for (const Member& m : l.members) collect_flow(m.flow);
+      for (const Member& m : l.members)
+        if (!kept(flows_[m.flow])) collect_flow(m.flow);
   }
-  for (size_t next = 0; next < component_links_.size(); ++next)
-    for (const Member& m : links_[component_links_[next]].members) collect_flow(m.flow);
+  for (size_t next = 0; next < component_links_.size(); ++next) {
+    Link& l = links_[component_links_[next]];
+    for (const Member& m : l.members) {
+      const Flow& f = flows_[m.flow];
+      if (kept(f)) l.residual -= f.hops[m.hop].weight * f.rate;
+      else collect_flow(m.flow);
+    }
+    l.residual = std::max(0.0, l.residual);
+  }
 }
 
 // Adds a tight link to the component, its filling state reset.

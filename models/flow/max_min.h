@@ -15,7 +15,11 @@
 //
 // Incremental: add() and remove() only mark the links the flow crosses. recompute() re-solves
 // the connected component of those links (links linked through shared flows); rates outside it
-// cannot change.
+// cannot change. Nor can rates below the changes' level: progressive filling below a level at
+// which no changed link can fill runs as it did, so flows fixed below it keep their rates (a
+// removed flow's links filled at its rate or above; an added flow's links cannot fill below the
+// least capacity / weight of all members over its links). Such flows stay out of the component,
+// their use of its links taken off the links' capacities; the fill starts where they stopped.
 //
 // Slack links: a flow's rate never exceeds its bound, the least capacity / weight over its
 // links (and its cap). A link whose members' weighted bounds add up to less than its capacity
@@ -34,6 +38,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace tessera::models {
@@ -105,6 +110,7 @@ class MaxMinFairShare {
     uint32_t mark = 0;       // epoch of the last recompute that visited it
     double residual = 0.0;
     double weight = 0.0;     // sum of the weights of unfixed member flows
+    double weight_all = 0.0; // sum of the weights of all member flows, kept by add and remove
   };
   // The fill's heap: a link and its level (residual / weight: where it fills), the lowest level
   // first, ties to the lowest link id.
@@ -115,6 +121,11 @@ class MaxMinFairShare {
   };
 
   void touch(uint32_t link);
+  // The level below which no change since the last recompute reaches: flows fixed below it
+  // keep their rates.
+  double unchanged_below() const;
+  // Whether a flow keeps its rate in this recompute (solved before, below `kept_below_`).
+  bool kept(const Flow& f) const { return f.fixed && f.rate < kept_below_; }
   // Whether the link can fill (demand not clearly below capacity).
   bool tight(const Link& l) const { return l.demand > l.capacity * (1.0 - 1e-9); }
   void join(uint32_t link);
@@ -128,6 +139,9 @@ class MaxMinFairShare {
   std::vector<uint32_t> free_;
   std::vector<Link> links_;
   std::vector<uint32_t> dirty_;
+  std::vector<uint32_t> added_;   // flows added since the last recompute
+  double removed_below_ = std::numeric_limits<double>::infinity();  // least rate removed since
+  double kept_below_ = 0.0;       // this recompute's level (unchanged_below, with a margin)
   uint32_t dirty_epoch_ = 1;
   uint32_t epoch_ = 0;
   std::vector<uint32_t> component_links_;

@@ -134,6 +134,33 @@ TEST(MaxMinFairShare, RecomputeVisitsOnlyTheConnectedComponent) {
   EXPECT_TRUE(share.recompute().empty());  // nothing changed
 }
 
+TEST(MaxMinFairShare, AChangeSolvesAgainOnlyTheFlowsAtOrAboveItsLevel) {
+  // a and b share a 1 GB/s link; b, c and d a 10 GB/s one: one component.
+  MaxMinFairShare share({kGBps, 10 * kGBps});
+  const uint32_t p0[] = {0}, p01[] = {0, 1}, p1[] = {1};
+  const uint32_t a = share.add(p0, nullptr, 1), b = share.add(p01, nullptr, 2);
+  const uint32_t c = share.add(p1, nullptr, 1), d = share.add(p1, nullptr, 1);
+  EXPECT_EQ(share.recompute().size(), 4u);
+  EXPECT_DOUBLE_EQ(share.rate(b), 0.5 * kGBps);
+  EXPECT_DOUBLE_EQ(share.rate(d), 4.75 * kGBps);
+  // d ends at 4.75 GB/s: a and b, fixed at 0.5 on the other link, keep their rates.
+  share.remove(d);
+  EXPECT_EQ(share.recompute(), std::vector<uint32_t>{c});
+  EXPECT_DOUBLE_EQ(share.rate(c), 9.5 * kGBps);
+  // A flow joining the 10 GB/s link gets at least a third of it: a and b again keep theirs.
+  const uint32_t e = share.add(p1, nullptr, 1);
+  std::vector<uint32_t> solved = share.recompute();
+  std::sort(solved.begin(), solved.end());
+  EXPECT_EQ(solved, (std::vector<uint32_t>{c, e}));
+  EXPECT_DOUBLE_EQ(share.rate(e), 4.75 * kGBps);
+  // b ends at 0.5 GB/s: everything at or above that level is solved again.
+  share.remove(b);
+  EXPECT_EQ(share.recompute().size(), 3u);
+  EXPECT_DOUBLE_EQ(share.rate(a), kGBps);
+  EXPECT_DOUBLE_EQ(share.rate(e), 5 * kGBps);
+  EXPECT_DOUBLE_EQ(share.rate(c), 5 * kGBps);
+}
+
 // Deterministic pseudo-random numbers (no std::random distribution: those differ by library).
 struct Lcg {
   uint64_t x;
@@ -259,9 +286,10 @@ TEST(MaxMinFairShare, ALinkThatCannotFillJoinsNoComponent) {
   share.remove(b);  // b's NIC and the spine change, but neither limits a
   EXPECT_TRUE(share.recompute().empty());
   EXPECT_DOUBLE_EQ(share.rate(a), kGBps);
-  // A flow that could fill the spine alone makes it tight: a and c meet there.
+  // A flow that could fill the spine alone makes it tight: a and c meet there. a, at 1 GB/s
+  // below the 10 / 1.1 GB/s c gets at least, keeps its rate; c gets what a leaves.
   const uint32_t c = share.add(pc, nullptr, 1);
-  EXPECT_EQ(share.recompute().size(), 2u);
+  EXPECT_EQ(share.recompute(), std::vector<uint32_t>{c});
   EXPECT_DOUBLE_EQ(share.rate(a), kGBps);
   EXPECT_DOUBLE_EQ(share.rate(c), 9.9 * kGBps);
   const uint32_t d = share.add(pc, nullptr, 1);  // c and d share what a leaves of the spine
@@ -270,8 +298,8 @@ TEST(MaxMinFairShare, ALinkThatCannotFillJoinsNoComponent) {
   EXPECT_DOUBLE_EQ(share.rate(c), 4.95 * kGBps);
   EXPECT_DOUBLE_EQ(share.rate(d), 4.95 * kGBps);
   share.remove(c);
-  share.remove(d);  // slack again: a is solved without the spine
-  EXPECT_EQ(share.recompute(), std::vector<uint32_t>{a});
+  share.remove(d);  // slack again; a, fixed at its NIC's 1 GB/s below their 4.95, keeps it
+  EXPECT_TRUE(share.recompute().empty());
   EXPECT_DOUBLE_EQ(share.rate(a), kGBps);
 }
 
