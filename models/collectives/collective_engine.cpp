@@ -183,7 +183,7 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
   switch (algorithm) {
     case CollectiveAlgorithm::Automatic:
     case CollectiveAlgorithm::Ring: ring_schedule(builder, shape); break;
-    case CollectiveAlgorithm::Tree: tree_schedule(builder, config_.gpus_per_node); break;
+    case CollectiveAlgorithm::Tree: tree_schedule(builder, config_.gpus_per_node, shape); break;
     case CollectiveAlgorithm::Direct: direct_schedule(builder, tuner_, config_.fabric.gpus_per_node); break;
     case CollectiveAlgorithm::HalvingDoubling: halving_doubling_schedule(builder); break;
     case CollectiveAlgorithm::Hierarchical: hierarchical_schedule(builder, shape); break;

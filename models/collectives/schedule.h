@@ -121,7 +121,9 @@ constexpr uint64_t kMaxChunkBytes = 0xffffffffu;
 
 // One builder per algorithm (NCCL's names where it has them).
 void ring_schedule(ScheduleBuilder& b, const CommunicatorShape& shape);
-void tree_schedule(ScheduleBuilder& b, int gpus_per_node);
+// Tree: members grouped by node as `gpus_per_node` says (0: one node), by the shape's blocks
+// where it has them (CommunicatorShape::node_blocks).
+void tree_schedule(ScheduleBuilder& b, int gpus_per_node, const CommunicatorShape& shape);
 // All-to-all as NCCL's grouped sends and receives (Tuner::runs_p2p): the peer k places on runs
 // on p2p_plan's channels of round k, with `gpus_per_node` telling peers across nodes
 // (0: one node).

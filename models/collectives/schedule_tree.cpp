@@ -14,29 +14,62 @@ using protocol::CollectiveOp;
 // NIC (src/graph/search.cc), so the channels' trees leave every node through all its NICs:
 // across nodes of the same members, channel group r's chain starts at member r (as
 // ring_channels' rings do) and carries its share of the data.
-void tree_schedule(ScheduleBuilder& b, int gpus_per_node) {
+namespace {
+
+// The members of a communicator grouped by node, in communicator order (consecutive members on
+// one node form a group). Where the shape says every node's members are one block of g
+// (node_blocks), group k is positions [k g, (k + 1) g): nothing to scan, as each of n ranks
+// would scan all n members for every call.
+class NodeRuns {
+ public:
+  NodeRuns(const std::vector<int>& ranks, int gpus_per_node, const CommunicatorShape& shape) {
+    const int n = static_cast<int>(ranks.size());
+    if (shape.node_blocks && shape.gpus_per_node > 0 && shape.ranks == n) {
+      block_ = shape.gpus_per_node;
+      nodes_ = n / block_;
+      return;
+    }
+    const int g = gpus_per_node;
+    node_of_.resize(size_t(n));
+    for (int i = 0; i < n; ++i) {
+      const int node = g > 0 ? ranks[size_t(i)] / g : 0;
+      if (i == 0 || node != (g > 0 ? ranks[size_t(i) - 1] / g : 0)) start_.push_back(i), size_.push_back(0);
+      node_of_[size_t(i)] = static_cast<int>(start_.size()) - 1;
+      ++size_.back();
+    }
+    nodes_ = static_cast<int>(start_.size());
+  }
+  int nodes() const { return nodes_; }
+  int start(int group) const { return block_ > 0 ? group * block_ : start_[size_t(group)]; }
+  int size(int group) const { return block_ > 0 ? block_ : size_[size_t(group)]; }
+  int group_of(int position) const { return block_ > 0 ? position / block_ : node_of_[size_t(position)]; }
+  bool uniform() const {
+    return block_ > 0 || std::all_of(size_.begin(), size_.end(), [&](int s) { return s == size_[0]; });
+  }
+
+ private:
+  int block_ = 0;  // > 0: groups of this many consecutive members
+  int nodes_ = 0;
+  std::vector<int> node_of_, start_, size_;
+};
+
+}  // namespace
+
+void tree_schedule(ScheduleBuilder& b, int gpus_per_node, const CommunicatorShape& shape) {
   const std::vector<int>& ranks = b.ranks();
-  const int n = b.n(), p = b.call.position, C = b.call.channels;
+  const int p = b.call.position, C = b.call.channels;
   const uint64_t bytes = b.call.bytes;
   const CollectiveOp kind = b.call.kind;
   // Groups of members by node, in communicator order; a chain inside each node and the
   // in-order binary tree (tree 0) or its complement (tree 1: double_binary_tree) over the nodes.
-  const int g = gpus_per_node;
-  std::vector<int> node_of(n), group_start, group_size;
-  for (int i = 0; i < n; ++i) {
-    const int node = g > 0 ? ranks[i] / g : 0;
-    if (i == 0 || node != (g > 0 ? ranks[i - 1] / g : 0))
-      group_start.push_back(i), group_size.push_back(0);
-    node_of[i] = static_cast<int>(group_start.size()) - 1;
-    ++group_size.back();
-  }
-  const int nodes = static_cast<int>(group_start.size());
+  const NodeRuns runs(ranks, gpus_per_node, shape);
+  const int nodes = runs.nodes();
   const bool rooted = kind == CollectiveOp::Broadcast || kind == CollectiveOp::Reduce;
-  const bool uniform = std::all_of(group_size.begin(), group_size.end(), [&](int s) { return s == group_size[0]; });
+  const bool uniform = runs.uniform();
   // Channel groups, each with its own chain head: one per member of a node (at most one per
   // channel) where the nodes have the same number of members; rooted calls keep one chain from
   // the root.
-  const int groups = nodes > 1 && uniform && !rooted ? std::max(1, std::min(C, group_size[0])) : 1;
+  const int groups = nodes > 1 && uniform && !rooted ? std::max(1, std::min(C, runs.size(0))) : 1;
   const int trees = rooted ? 1 : 2;
   for (int r = 0; r < groups; ++r) {
     const uint64_t group_bytes = groups == 1 ? bytes : ceil_div(bytes, uint64_t(groups));
@@ -56,12 +89,12 @@ void tree_schedule(ScheduleBuilder& b, int gpus_per_node) {
       // Chain position inside the node, from the group's head (tree 1 runs the chain the other
       // way).
       auto chain_member = [&](int node, int index) {
-        const int size = group_size[node];
-        return group_start[node] + ((t == 0 ? index : size - 1 - index) + r) % size;
+        const int size = runs.size(node);
+        return runs.start(node) + ((t == 0 ? index : size - 1 - index) + r) % size;
       };
-      const int node = node_of[p];
-      const int size = group_size[node];
-      const int rotated = (p - group_start[node] - r % size + size) % size;
+      const int node = runs.group_of(p);
+      const int size = runs.size(node);
+      const int rotated = (p - runs.start(node) - r % size + size) % size;
       const int index = t == 0 ? rotated : size - 1 - rotated;
       int parent = -1;
       std::vector<int> children;

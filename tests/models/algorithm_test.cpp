@@ -316,6 +316,58 @@ TEST(TreeSchedule, TheDoubleBinaryTreesAreComplementaryOverAnyCount) {
   }
 }
 
+TEST(TreeSchedule, NodeBlocksGroupTheMembersAsTheScanDoes) {
+  // Where every node's members are one block (CommunicatorShape::node_blocks) the schedule reads
+  // the groups off the shape instead of scanning the members: the same phases for every
+  // position, against the scan (the same shape with node_blocks off). 4 nodes of 8, 2 of 8
+  // members out of 4 GPUs, 9 nodes of one (a data-parallel group), one node of 8.
+  auto members = [](int count, int stride, int per_block, int block_stride) {
+    std::vector<int> ranks;
+    for (int i = 0; i < count; ++i) ranks.push_back(i / per_block * block_stride + i % per_block * stride);
+    return ranks;
+  };
+  struct Case {
+    std::vector<int> ranks;
+    int gpus_per_node;
+  };
+  for (const Case& c : {Case{members(32, 1, 8, 8), 8}, Case{members(8, 1, 4, 8), 8}, Case{members(9, 1, 1, 8), 8},
+                        Case{members(8, 1, 8, 8), 0}}) {
+    const models::CommunicatorShape blocks = models::communicator_shape(c.ranks, c.gpus_per_node);
+    ASSERT_TRUE(blocks.node_blocks);
+    models::CommunicatorShape scan = blocks;
+    scan.node_blocks = false;
+    for (protocol::CollectiveOp kind : {protocol::CollectiveOp::AllReduce, protocol::CollectiveOp::Broadcast})
+      for (int p = 0; p < int(c.ranks.size()); ++p) {
+        models::ScheduleCall call;
+        call.kind = kind;
+        call.bytes = 64 << 20;
+        call.ranks = &c.ranks;
+        call.position = p;
+        call.rank = c.ranks[size_t(p)];
+        call.channels = 4;
+        call.chunk_bytes = kChunk;
+        std::vector<models::Phase> fast, slow;
+        models::ScheduleBuilder bf(call, fast), bs(call, slow);
+        models::tree_schedule(bf, c.gpus_per_node, blocks);
+        models::tree_schedule(bs, c.gpus_per_node, scan);
+        ASSERT_EQ(fast.size(), slow.size()) << c.ranks.size() << " members, position " << p;
+        for (size_t k = 0; k < fast.size(); ++k) {
+          EXPECT_EQ(fast[k].after, slow[k].after);
+          for (auto lists : {std::make_pair(&fast[k].sends, &slow[k].sends),
+                             std::make_pair(&fast[k].receives, &slow[k].receives)}) {
+            ASSERT_EQ(lists.first->size(), lists.second->size());
+            for (size_t i = 0; i < lists.first->size(); ++i) {
+              EXPECT_EQ((*lists.first)[i].peer, (*lists.second)[i].peer) << "position " << p << ", phase " << k;
+              EXPECT_EQ((*lists.first)[i].bytes, (*lists.second)[i].bytes);
+              EXPECT_EQ((*lists.first)[i].first_channel, (*lists.second)[i].first_channel);
+              EXPECT_EQ((*lists.first)[i].channels, (*lists.second)[i].channels);
+            }
+          }
+        }
+      }
+  }
+}
+
 TEST(HierarchicalSchedule, AnAllReduceAcrossNodesRunsTheDoubleBinaryTreeThere) {
   // 4 nodes of 8: the ring reduce-scatter in the node (7 phases), a double binary tree across
   // the nodes on GPU i of every node (as NCCL's NVLS-tree runs there), the ring all-gather back
