@@ -107,8 +107,9 @@ const std::vector<uint32_t>& MaxMinFairShare::recompute() {
   component_flows_.clear();
   if (dirty_.empty()) return component_flows_;
   ++recomputations_;
-  // (The margin keeps a flow whose rate rounding put just below the level in the solve.)
-  kept_below_ = unchanged_below() * (1.0 - 1e-9);
+  // (The margin keeps in the solve a flow whose rate rounding put just below the level, and
+  // covers the rounding that add() and remove() leave in a link's sum of weights.)
+  kept_below_ = unchanged_below() * (1.0 - 1e-6);
   collect_component();
   fill();
   dirty_.clear();
