@@ -319,8 +319,8 @@ TEST(TreeSchedule, TheDoubleBinaryTreesAreComplementaryOverAnyCount) {
 TEST(TreeSchedule, NodeBlocksGroupTheMembersAsTheScanDoes) {
   // Where every node's members are one block (CommunicatorShape::node_blocks) the schedule reads
   // the groups off the shape instead of scanning the members: the same phases for every
-  // position, against the scan (the same shape with node_blocks off). 4 nodes of 8, 2 of 8
-  // members out of 4 GPUs, 9 nodes of one (a data-parallel group), one node of 8.
+  // position, against the scan (the same shape with node_blocks off). 4 nodes of 8 members, 2
+  // nodes of 4, 9 nodes of one (a data-parallel group), and 8 members with no node size given.
   auto members = [](int count, int stride, int per_block, int block_stride) {
     std::vector<int> ranks;
     for (int i = 0; i < count; ++i) ranks.push_back(i / per_block * block_stride + i % per_block * stride);

@@ -303,6 +303,23 @@ TEST(MaxMinFairShare, ALinkThatCannotFillJoinsNoComponent) {
   EXPECT_DOUBLE_EQ(share.rate(a), kGBps);
 }
 
+TEST(MaxMinFairShare, ALinkGoneSlackLetsItsFlowsAboveTheChangeGo) {
+  // a crosses a 1 GB/s NIC and a tenth of a 10 GB/s spine; g its own 20 GB/s NIC and 0.498 of
+  // the spine. Together they can fill the spine (0.1 + 0.498 x 20 > 10): a gets its NIC's 1 GB/s
+  // and g what is left of the spine, 9.9 / 0.498. Once a ends the spine cannot fill: g, above
+  // a's level, is solved again without it and gets its NIC.
+  MaxMinFairShare share({kGBps, 10 * kGBps, 20 * kGBps});
+  const uint32_t pa[] = {0, 1}, pg[] = {2, 1};
+  const double wa[] = {1.0, 0.1}, wg[] = {1.0, 0.498};
+  const uint32_t a = share.add(pa, wa, 2), g = share.add(pg, wg, 2);
+  EXPECT_EQ(share.recompute().size(), 2u);
+  EXPECT_DOUBLE_EQ(share.rate(a), kGBps);
+  EXPECT_DOUBLE_EQ(share.rate(g), 9.9 * kGBps / 0.498);
+  share.remove(a);
+  EXPECT_EQ(share.recompute(), std::vector<uint32_t>{g});
+  EXPECT_DOUBLE_EQ(share.rate(g), 20 * kGBps);
+}
+
 TEST(MaxMinFairShare, SpreadFlowsWithCapsMatchProgressiveFillingOverEveryLink) {
   // Eight NICs, a few thin spine links shared by flows spread over them, caps on some flows:
   // links go tight and slack as flows come and go.
