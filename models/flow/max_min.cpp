@@ -110,8 +110,12 @@ const std::vector<uint32_t>& MaxMinFairShare::recompute() {
   // (The margin keeps in the solve a flow whose rate rounding put just below the level, and
   // covers the rounding that add() and remove() leave in a link's sum of weights.)
   kept_below_ = unchanged_below() * (1.0 - 1e-6);
-  collect_component();
-  fill();
+  seed();
+  if (!solve_region()) {
+    ++components_solved_;
+    collect_component();
+    fill();
+  }
   dirty_.clear();
   added_.clear();
   removed_below_ = std::numeric_limits<double>::infinity();
@@ -136,22 +140,33 @@ double MaxMinFairShare::unchanged_below() const {
   return level;
 }
 
-// Breadth-first from the touched links over tight links: a link's member flows, then those
-// flows' other tight links. Each link's filling state starts here, in the same pass. A touched
-// link that was tight and is slack now lets its flows go: they are solved again without it.
-// Flows that keep their rates are not followed: what they use of a link comes off its residual.
-void MaxMinFairShare::collect_component() {
-  ++epoch_;
-  component_links_.clear();
+// The changed links that are tight now start the component; a changed link that was tight and is
+// slack now lets its flows go: they are solved again without it. Flows that keep their rates
+// are left where they are.
+void MaxMinFairShare::seed() {
+  seed_links_.clear();
+  seed_flows_.clear();
   for (uint32_t link : dirty_) {
     Link& l = links_[link];
     const bool now = tight(l), before = l.was_tight;
     l.was_tight = now;
-    if (now) join(link);
+    if (now) seed_links_.push_back(link);
     else if (before)
       for (const Member& m : l.members)
-        if (!kept(flows_[m.flow])) collect_flow(m.flow);
+        if (!kept(flows_[m.flow])) seed_flows_.push_back(m.flow);
   }
+}
+
+// Breadth-first from the seeds over tight links: a link's member flows, then those flows' other
+// tight links. Each link's filling state starts here, in the same pass. Flows that keep their
+// rates are not followed: what they use of a link comes off its residual.
+void MaxMinFairShare::collect_component() {
+  ++epoch_;
+  component_links_.clear();
+  component_flows_.clear();
+  for (uint32_t link : seed_links_) join(link);
+  for (uint32_t flow : seed_flows_) collect_flow(flow);
+  for (uint32_t flow : region_) collect_flow(flow);  // a region given up: solved again here
   for (size_t next = 0; next < component_links_.size(); ++next) {
     Link& l = links_[component_links_[next]];
     for (const Member& m : l.members) {
@@ -163,12 +178,88 @@ void MaxMinFairShare::collect_component() {
   }
 }
 
+// The region: the seeds, and the flows on the changed tight links. Solved with every other flow
+// at its rate, the result is the max-min allocation exactly when every flow still has a
+// bottleneck: a full link where no flow has a higher rate (max-min's allocation is the one
+// where every flow has one). The region's flows have theirs where they were fixed, unless a flow
+// outside runs faster there; a flow outside keeps the one it was fixed at unless the region
+// changed it. Such flows join the region, and it is solved again.
+bool MaxMinFairShare::solve_region() {
+  region_.clear();
+  ++epoch_;
+  for (uint32_t flow : seed_flows_) {
+    flows_[flow].grow_mark = epoch_;
+    region_.push_back(flow);
+  }
+  for (uint32_t link : seed_links_)
+    for (const Member& m : links_[link].members) {
+      Flow& f = flows_[m.flow];
+      if (kept(f) || f.grow_mark == epoch_) continue;
+      f.grow_mark = epoch_;
+      region_.push_back(m.flow);
+    }
+  for (int round = 0; round < kMaxRegionRounds; ++round) {
+    collect_region();
+    fill();
+    if (outside_stands()) {
+      region_.clear();
+      return true;
+    }
+    if (grow_.size() > component_flows_.size()) break;  // spreading: solve the component at once
+    ++regions_grown_;
+    region_.assign(component_flows_.begin(), component_flows_.end());
+    region_.insert(region_.end(), grow_.begin(), grow_.end());
+  }
+  // Given up: its flows' rates are the last round's, to be solved again with their component.
+  for (uint32_t flow : region_) flows_[flow].fixed = false;
+  return false;
+}
+
+void MaxMinFairShare::collect_region() {
+  ++epoch_;
+  component_links_.clear();
+  component_flows_.clear();
+  for (uint32_t flow : region_) collect_flow(flow);
+  for (uint32_t link : component_links_) {
+    Link& l = links_[link];
+    for (const Member& m : l.members) {
+      const Flow& f = flows_[m.flow];
+      if (f.mark != epoch_) l.residual -= f.hops[m.hop].weight * f.rate;
+    }
+    l.residual = std::max(0.0, l.residual);
+  }
+}
+
+bool MaxMinFairShare::outside_stands() {
+  constexpr double kSame = 1e-12;  // rates this close are equal (rounding in the fill)
+  grow_.clear();
+  for (uint32_t link : component_links_) {
+    const Link& l = links_[link];
+    const bool full = l.residual <= kSame * l.capacity;
+    double top = l.level;  // the fastest of the region's flows on it
+    if (top < 0)
+      for (const Member& m : l.members)
+        if (flows_[m.flow].mark == epoch_) top = std::max(top, flows_[m.flow].rate);
+    for (const Member& m : l.members) {
+      Flow& g = flows_[m.flow];
+      if (g.mark == epoch_ || g.grow_mark == epoch_) continue;
+      const bool faster = l.level >= 0 && g.rate > l.level * (1 + kSame);
+      const bool lost = g.bottleneck == link && !(full && g.rate >= top * (1 - kSame));
+      if (!faster && !lost) continue;
+      g.grow_mark = epoch_;
+      grow_.push_back(m.flow);
+    }
+  }
+  return grow_.empty();
+}
+
 // Adds a tight link to the component, its filling state reset.
 void MaxMinFairShare::join(uint32_t link) {
   Link& l = links_[link];
   if (l.mark == epoch_) return;
   l.mark = epoch_;
   l.residual = l.capacity;
+  l.level = -1.0;
   l.weight = 0.0;
   l.unfixed = 0;
   l.stale = false;
@@ -218,12 +309,14 @@ void MaxMinFairShare::fill() {
     }
     heap_pop();
     const double level = top.level;
+    t.level = level;
     // Every unfixed flow crossing the fullest link stops rising at its level.
     for (const Member& m : t.members) {
       Flow& f = flows_[m.flow];
       if (f.fixed) continue;
       f.fixed = true;
       f.rate = level;
+      f.bottleneck = top.link;
       --unfixed;
       for (const Hop& hop : f.hops) {
         Link& l = links_[hop.link];
@@ -242,6 +335,7 @@ void MaxMinFairShare::fill() {
     if (f.fixed) continue;
     f.fixed = true;
     f.rate = f.bound;
+    f.bottleneck = kNoLink;
   }
 }
 

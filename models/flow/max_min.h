@@ -13,13 +13,23 @@
 // keyed by (level, link id) finds the next link to fill. A link's level only rises as flows are
 // fixed elsewhere, so a changed link is only marked stale and re-placed when it reaches the top.
 //
-// Incremental: add() and remove() only mark the links the flow crosses. recompute() re-solves
-// the connected component of those links (links linked through shared flows); rates outside it
-// cannot change. Nor can rates below the changes' level: progressive filling below a level at
-// which no changed link can fill runs as it did, so flows fixed below it keep their rates (a
-// removed flow's links filled at its rate or above; an added flow's links cannot fill below the
-// least capacity / weight of all members over its links). Such flows stay out of the component,
-// their use of its links taken off the links' capacities; the fill starts where they stopped.
+// Incremental: add() and remove() only mark the links the flow crosses. recompute() first
+// solves a region: the flows on the changed links, every other flow held at its rate (what it
+// uses of a link comes off the link's capacity). The result is the max-min allocation when every
+// flow has a bottleneck, a full link where no flow runs faster (an allocation in which every
+// flow has one is the max-min allocation, which is unique). A region's flow has one where the fill fixed it,
+// unless a flow outside runs faster there; a flow outside keeps the one it was fixed at unless
+// the region's flows left it slack or overtook it there. Flows that fail either check join the
+// region, which is solved again. A change whose effect stays near it (a tree's chunk ending, its
+// neighbours' rates rising) is solved at the cost of its neighbourhood, not of every flow it is
+// connected to. Where the region spreads (more flows join than it has, or kMaxRegionRounds
+// rounds), recompute() solves the connected component of the changed links (links linked through
+// shared flows); rates outside it cannot change. Nor can rates below the changes' level:
+// progressive filling below a level at which no changed link can fill runs as it did, so flows
+// fixed below it keep their rates (a removed flow's links filled at its rate or above; an added
+// flow's links cannot fill below the least capacity / weight of all members over its links).
+// Such flows stay out of the region and the component, their use of its links taken off the
+// links' capacities; the fill starts where they stopped.
 //
 // Slack links: a flow's rate never exceeds its bound, the least capacity / weight over its
 // links (and its cap). A link whose members' weighted bounds add up to less than its capacity
@@ -29,11 +39,14 @@
 // keeps the link that limits it alone. On a network whose flows spread thinly over many
 // equal-cost links, those links stay slack and the flows' components are their own NICs'.
 //
-// Cost per recompute: O(H log H) with H the flow-hops over tight links in that component; at
-// worst every active flow's path. Storage (per flow hop lists, per link member lists, the heap, the
-// component lists) keeps its capacity when flows end, so steady state allocates nothing.
-// Everything is ordered by ids and by the order of calls, never by addresses: same calls, same
-// rates, bit for bit.
+// The region's rates and the component's agree to rounding (the fill subtracts in another
+// order): within 1e-15 of each other over every solve of a 4,096-GPU training iteration.
+//
+// Cost per recompute: O(H log H) with H the flow-hops over tight links in the region (each
+// round) or the component; at worst every active flow's path. Storage (per flow hop lists, per
+// link member lists, the heap, the component and region lists) keeps its capacity when flows
+// end, so steady state allocates nothing. Everything is ordered by ids and by the order of
+// calls, never by addresses: same calls, same rates, bit for bit.
 #pragma once
 
 #include <cstddef>
@@ -61,8 +74,9 @@ class MaxMinFairShare {
   uint32_t add(const uint32_t* links, const double* weights, size_t hops, double cap = 0.0);
   void remove(uint32_t flow);
 
-  // Re-solves the rates of the flows connected to links touched since the last call and returns
-  // those flows' ids (in a deterministic order); the list is valid until the next call.
+  // Re-solves the rates that links touched since the last call can change and returns the ids
+  // of the flows it solved (in a deterministic order; the others keep their rates); the list is
+  // valid until the next call.
   const std::vector<uint32_t>& recompute();
   bool pending() const { return !dirty_.empty(); }
 
@@ -71,12 +85,16 @@ class MaxMinFairShare {
   // Flows crossing `link` now.
   size_t flows_on(uint32_t link) const { return links_[link].members.size(); }
 
-  // Work counters: recomputations and flow-hops visited by them.
+  // Work counters: recomputations and flow-hops visited by them; regions solved again with
+  // more flows, and recomputations that solved the whole component.
   uint64_t recomputations() const { return recomputations_; }
   uint64_t hops_visited() const { return hops_visited_; }
+  uint64_t regions_grown() const { return regions_grown_; }
+  uint64_t components_solved() const { return components_solved_; }
 
  private:
   static constexpr uint32_t kNoLink = 0xffffffffu;
+  static constexpr int kMaxRegionRounds = 6;
   struct Hop {
     uint32_t link;
     uint32_t slot;   // index of this flow in the link's member list
@@ -92,6 +110,8 @@ class MaxMinFairShare {
     double rate = 0.0;
     double bound = 0.0;     // the most it can get: min over its links of capacity / weight
     uint32_t mark = 0;      // epoch of the last recompute that visited it
+    uint32_t bottleneck = kNoLink;  // the link that fixed it in its last solve
+    uint32_t grow_mark = 0; // epoch of the region round that asked for it
     bool active = false;
     bool fixed = false;
   };
@@ -109,6 +129,7 @@ class MaxMinFairShare {
     uint32_t unfixed = 0;
     uint32_t mark = 0;       // epoch of the last recompute that visited it
     double residual = 0.0;
+    double level = -1.0;     // the level it filled at, fixing flows (-1: it did not)
     double weight = 0.0;     // sum of the weights of unfixed member flows
     double weight_all = 0.0; // sum of the weights of all member flows, kept by add and remove
   };
@@ -130,7 +151,15 @@ class MaxMinFairShare {
   bool tight(const Link& l) const { return l.demand > l.capacity * (1.0 - 1e-9); }
   void join(uint32_t link);
   void collect_flow(uint32_t flow);
+  // The flows to solve first: those on changed links that are tight or were (kept ones aside).
+  void seed();
   void collect_component();
+  // Solves the seeds with every other flow at its rate, growing the region until the others'
+  // rates stand; false (nothing settled) when it grows past kMaxRegionRounds.
+  bool solve_region();
+  void collect_region();
+  // Flows outside the region whose rates no longer stand (into grow_).
+  bool outside_stands();
   void fill();
   void heap_down(size_t slot);
   void heap_pop();
@@ -146,10 +175,14 @@ class MaxMinFairShare {
   uint32_t epoch_ = 0;
   std::vector<uint32_t> component_links_;
   std::vector<uint32_t> component_flows_;
+  std::vector<uint32_t> seed_links_, seed_flows_;  // this recompute's start
+  std::vector<uint32_t> region_, grow_;            // the region's flows, and those it asks for
   std::vector<HeapEntry> heap_;
   size_t active_ = 0;
   uint64_t recomputations_ = 0;
   uint64_t hops_visited_ = 0;
+  uint64_t regions_grown_ = 0;
+  uint64_t components_solved_ = 0;
 };
 
 }  // namespace tessera::models

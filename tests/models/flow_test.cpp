@@ -161,6 +161,46 @@ TEST(MaxMinFairShare, AChangeSolvesAgainOnlyTheFlowsAtOrAboveItsLevel) {
   EXPECT_DOUBLE_EQ(share.rate(c), 5 * kGBps);
 }
 
+TEST(MaxMinFairShare, AChangeSolvesAgainOnlyTheFlowsItsNeighboursBottleneckMoves) {
+  // Three NICs: NIC i carries f_i and g_i; every f also crosses a shared link X (one component,
+  // everything at 5 GB/s). g_1 ends: f_1 rises to what its NIC and X leave it. f_2 and f_3 keep
+  // their NICs as bottlenecks, so only f_1 is solved again.
+  {
+    MaxMinFairShare share({10 * kGBps, 10 * kGBps, 10 * kGBps, 25 * kGBps});
+    const uint32_t f1p[] = {0, 3}, f2p[] = {1, 3}, f3p[] = {2, 3}, g1p[] = {0}, g2p[] = {1}, g3p[] = {2};
+    const uint32_t f1 = share.add(f1p, nullptr, 2), f2 = share.add(f2p, nullptr, 2), f3 = share.add(f3p, nullptr, 2);
+    const uint32_t g1 = share.add(g1p, nullptr, 1);
+    share.add(g2p, nullptr, 1);
+    share.add(g3p, nullptr, 1);
+    EXPECT_EQ(share.recompute().size(), 6u);
+    EXPECT_DOUBLE_EQ(share.rate(f1), 5 * kGBps);
+    share.remove(g1);
+    EXPECT_EQ(share.recompute(), std::vector<uint32_t>{f1});
+    EXPECT_DOUBLE_EQ(share.rate(f1), 10 * kGBps);
+    EXPECT_DOUBLE_EQ(share.rate(f2), 5 * kGBps);
+    EXPECT_DOUBLE_EQ(share.rate(f3), 5 * kGBps);
+  }
+  // The same with X of 18 GB/s and NIC 2 of 20 GB/s carrying f_2 alone: f_2 gets what X leaves
+  // (8). Once g_1 ends, f_1 fills X at 5 while f_2 runs at 8 there: f_2 joins the solve, and
+  // the two share what f_3 leaves of X (6.5 each); f_3 keeps its NIC.
+  {
+    MaxMinFairShare share({10 * kGBps, 20 * kGBps, 10 * kGBps, 18 * kGBps});
+    const uint32_t f1p[] = {0, 3}, f2p[] = {1, 3}, f3p[] = {2, 3}, g1p[] = {0}, g3p[] = {2};
+    const uint32_t f1 = share.add(f1p, nullptr, 2), f2 = share.add(f2p, nullptr, 2), f3 = share.add(f3p, nullptr, 2);
+    const uint32_t g1 = share.add(g1p, nullptr, 1);
+    share.add(g3p, nullptr, 1);
+    share.recompute();
+    EXPECT_DOUBLE_EQ(share.rate(f2), 8 * kGBps);
+    share.remove(g1);
+    std::vector<uint32_t> solved = share.recompute();
+    std::sort(solved.begin(), solved.end());
+    EXPECT_EQ(solved, (std::vector<uint32_t>{f1, f2}));
+    EXPECT_DOUBLE_EQ(share.rate(f1), 6.5 * kGBps);
+    EXPECT_DOUBLE_EQ(share.rate(f2), 6.5 * kGBps);
+    EXPECT_DOUBLE_EQ(share.rate(f3), 5 * kGBps);
+  }
+}
+
 // Deterministic pseudo-random numbers (no std::random distribution: those differ by library).
 struct Lcg {
   uint64_t x;
@@ -227,6 +267,9 @@ TEST(MaxMinFairShare, IncrementalUpdatesMatchASolveFromScratch) {
     expect_max_min_fair(share, capacity, active);
   }
   EXPECT_EQ(share.active(), active.size());
+  // Regions grew and spread into whole components, too.
+  EXPECT_GT(share.regions_grown(), 0u);
+  EXPECT_GT(share.components_solved(), 0u);
 }
 
 // Progressive filling from scratch over every link, slack or not: the reference.
@@ -356,6 +399,7 @@ TEST(MaxMinFairShare, SpreadFlowsWithCapsMatchProgressiveFillingOverEveryLink) {
       ++i;
     }
   }
+  EXPECT_GT(share.regions_grown(), 0u);
 }
 
 // ---------------------------------------------------------------- the fabric, in a child
