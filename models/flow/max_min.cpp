@@ -207,8 +207,7 @@ bool MaxMinFairShare::solve_region() {
     }
     if (grow_.size() > component_flows_.size()) break;  // spreading: solve the component at once
     ++regions_grown_;
-    region_.assign(component_flows_.begin(), component_flows_.end());
-    region_.insert(region_.end(), grow_.begin(), grow_.end());
+    region_.insert(region_.end(), grow_.begin(), grow_.end());  // (the region's flows are distinct)
   }
   // Given up: its flows' rates are the last round's, to be solved again with their component.
   for (uint32_t flow : region_) flows_[flow].fixed = false;

@@ -17,9 +17,9 @@
 // solves a region: the flows on the changed links, every other flow held at its rate (what it
 // uses of a link comes off the link's capacity). The result is the max-min allocation when every
 // flow has a bottleneck, a full link where no flow runs faster (an allocation in which every
-// flow has one is the max-min allocation, which is unique). A region's flow has one where the fill fixed it,
-// unless a flow outside runs faster there; a flow outside keeps the one it was fixed at unless
-// the region's flows left it slack or overtook it there. Flows that fail either check join the
+// flow has one is the max-min allocation, which is unique). A region's flow has one where the
+// fill fixed it, unless a flow outside runs faster there; a flow outside keeps the one it was
+// fixed at unless the region's flows left it slack or overtook it there. Flows that fail either check join the
 // region, which is solved again. A change whose effect stays near it (a tree's chunk ending, its
 // neighbours' rates rising) is solved at the cost of its neighbourhood, not of every flow it is
 // connected to. Where the region spreads (more flows join than it has, or kMaxRegionRounds
