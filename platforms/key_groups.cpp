@@ -69,7 +69,8 @@ const std::vector<KeyGroups::Part>& KeyGroups::split(uint32_t group, uint32_t pa
   for (uint32_t label : used) scratch_part_[label] = kNoList;
   std::vector<Part> out;
   out.reserve(parts.size());
-  for (const std::vector<uint32_t>& keys : parts) out.push_back(Part{this->group(keys), keys.front()});
+  for (const std::vector<uint32_t>& keys : parts)
+    out.push_back(Part{this->group(keys), keys.front(), labels[keys.front()]});
   return splits_.emplace(at, std::move(out)).first->second;
 }
 

@@ -37,8 +37,10 @@ class KeyGroups {
   // Group g's parts under partition p, in order of their first key, each with a key of it;
   // keys the partition has no route toward are left out.
   struct Part {
-    uint32_t group = 0, key = 0;
+    uint32_t group = 0, key = 0, label = 0;  // label: the part's in the partition
   };
+  // The part of `partition` that holds key k (kNoList: none).
+  uint32_t label(uint32_t partition, uint32_t key) const { return labels_[partition][key]; }
   const std::vector<Part>& split(uint32_t group, uint32_t partition);
 
   // What the keys can receive of the largest share toward each: the sum over keys of the

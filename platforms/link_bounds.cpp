@@ -56,18 +56,17 @@ struct GatewayClass {
 // until `settle` sums them key by key.
 class SourceShares {
  public:
-  explicit SourceShares(size_t directed)
-      : group_(directed, kNone), share_(directed, 0.0), touched_((directed + 63) / 64, 0) {}
+  explicit SourceShares(size_t directed) : held_(directed), touched_((directed + 63) / 64, 0) {}
   void add(uint32_t link, uint32_t group, double share) {
-    if (group_[link] == kNone) {
-      group_[link] = group;
-      share_[link] = share;
+    Held& h = held_[link];
+    if (h.group == kNone) {
+      h = Held{share, group};
       touched_[link / 64] |= uint64_t(1) << (link % 64);
-    } else if (group_[link] == group) {
-      share_[link] += share;
+    } else if (h.group == group) {
+      h.share += share;
     } else {
-      if (group_[link] != kMixed) mixed_.push_back({link, group_[link], share_[link]});
-      group_[link] = kMixed;
+      if (h.group != kMixed) mixed_.push_back({link, h.group, h.share});
+      h.group = kMixed;
       mixed_.push_back({link, group, share});
     }
   }
@@ -84,8 +83,9 @@ class SourceShares {
       for (uint64_t bits = touched_[word]; bits != 0; bits &= bits - 1) {
         const uint32_t l = static_cast<uint32_t>(word * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
         shares.clear();
-        if (group_[l] != kMixed) {
-          shares.emplace_back(group_[l], share_[l]);
+        Held& h = held_[l];
+        if (h.group != kMixed) {
+          shares.emplace_back(h.group, h.share);
         } else {
           while (next_mixed->link < l) ++next_mixed;
           for (; next_mixed != mixed_.end() && next_mixed->link == l; ++next_mixed)
@@ -93,7 +93,7 @@ class SourceShares {
           groups.disjoint(shares);
         }
         f(l, shares);
-        group_[l] = kNone;
+        h.group = kNone;
       }
       touched_[word] = 0;
     }
@@ -106,8 +106,13 @@ class SourceShares {
     uint32_t link, group;
     double share;
   };
-  std::vector<uint32_t> group_;  // per directed link: the group toward which it carries, or kMixed
-  std::vector<double> share_;
+  // Per directed link: the group toward which it carries (or kMixed) and its share, side by side
+  // (one wait on memory per link a spread crosses, not two).
+  struct Held {
+    double share = 0.0;
+    uint32_t group = kNone;
+  };
+  std::vector<Held> held_;
   std::vector<uint64_t> touched_;  // per directed link a bit: crossed since the last settle
   std::vector<Mixed> mixed_;
 };
@@ -132,6 +137,7 @@ class Routing::SpreadToEveryKey {
   SpreadToEveryKey(const Routing& routing, KeyGroups& groups, const std::vector<GatewayClass>& receivers)
       : r_(routing), graph_(routing.topology_.network.graph), gws_(routing.topology_.network.gateways),
         groups_(groups), receivers_(receivers), partition_(graph_.devices.size(), kNone),
+        lists_by_label_(graph_.devices.size()), key_list_(groups.keys(), kNone),
         slot_(graph_.devices.size(), kNone) {
     // Each port's far end and directed link, flat: the spreads read them some 10^8 times.
     first_port_.reserve(graph_.devices.size() + 1);
@@ -204,18 +210,34 @@ class Routing::SpreadToEveryKey {
     };
     p = groups_.partition(
         [&](uint32_t k) {
+          // (Its one uplink's list, where it has one, is that port alone: as good as none.)
+          const uint32_t list = one_uplink ? kNone : list_toward(device, k);
+          key_list_[k] = list;
           if (one_uplink) return kOnlyPort;
-          const uint32_t list = list_toward(device, k);
           return gateway && list == kNone ? kOnlyPort : list;
         },
         same);
+    // Each part's list (lists of equal content are interchangeable).
+    std::vector<uint32_t>& by_label = part_lists(device);
+    for (uint32_t k = 0; k < groups_.keys(); ++k) {
+      const uint32_t label = groups_.label(p, k);
+      if (label == KeyGroups::kNoList) continue;
+      if (by_label.size() <= label) by_label.resize(label + 1, kNone);
+      if (by_label[label] == kNone) by_label[label] = key_list_[k];
+    }
     return p;
+  }
+  // The list of each part of the device's partition, by label (once partition_of has run).
+  std::vector<uint32_t>& part_lists(uint32_t device) {
+    return device < gws_ && graph_.ports(device) == 1 ? one_uplink_lists_ : lists_by_label_[device];
   }
 
   void forward(const Particle& p, SourceShares& shares) {
     const uint32_t x = p.device;  // a switch, or the source (what reaches a gateway has arrived)
-    for (const KeyGroups::Part& part : groups_.split(p.group, partition_of(x))) {
-      const uint32_t list = list_toward(x, part.key);
+    const uint32_t partition = partition_of(x);
+    const std::vector<uint32_t>& lists_of_parts = part_lists(x);
+    for (const KeyGroups::Part& part : groups_.split(p.group, partition)) {
+      const uint32_t list = lists_of_parts[part.label];
       const PortLists& lists = r_.net_lists_;
       const uint32_t n = list == kNone ? 1 : lists.size(list);
       const double share = p.share / n;
@@ -273,6 +295,11 @@ class Routing::SpreadToEveryKey {
   std::vector<uint32_t> first_port_;
   std::vector<uint32_t> partition_;  // per device, once computed
   uint32_t one_uplink_partition_ = kNone;
+  // Per device, the list of each part of its partition (by label; one for every gateway with
+  // one uplink).
+  std::vector<std::vector<uint32_t>> lists_by_label_;
+  std::vector<uint32_t> one_uplink_lists_;
+  std::vector<uint32_t> key_list_;  // scratch: the device's list toward each key
   std::vector<uint32_t> slot_;       // per device: its first particle in next_, or kNone
   std::vector<Particle> wave_, next_;
   std::vector<uint32_t> apart_;

@@ -36,10 +36,18 @@ TEST(KeyGroups, ADevicesPartitionComparesListsByContent) {
   EXPECT_EQ(parts[0].key, 0u);
   EXPECT_EQ(groups.members(parts[1].group), (std::vector<uint32_t>{1, 3}));
   EXPECT_EQ(parts[1].key, 1u);
+  // Each part names its label: the lists of keys 0 and 1 are the partition's first two.
+  EXPECT_EQ(parts[0].label, 0u);
+  EXPECT_EQ(parts[1].label, 1u);
+  EXPECT_EQ(groups.label(p, 2), 0u);
+  EXPECT_EQ(groups.label(p, 3), 1u);
+  EXPECT_EQ(groups.label(p, 5), KeyGroups::kNoList);
   const std::vector<KeyGroups::Part>& some = groups.split(groups.group({3, 4}), p);
   ASSERT_EQ(some.size(), 2u);
   EXPECT_EQ(groups.members(some[0].group), (std::vector<uint32_t>{3}));
   EXPECT_EQ(groups.members(some[1].group), (std::vector<uint32_t>{4}));
+  EXPECT_EQ(some[0].label, 1u);
+  EXPECT_EQ(some[1].label, 0u);
 }
 
 TEST(KeyGroups, OverlappingSharesAddUpKeyByKey) {
