@@ -320,7 +320,7 @@ void FlowFabric::finish(uint32_t id, sc_dt::uint64 now) {
   Flow& f = flows_[id];
   const protocol::FabricTransfer& t = protocol::fabric_transfer(*f.gp);
   carried(f.path, f.shares, t.bytes, t.wire_factor);
-  if (f.leg != PathProvider::kNoLeg) leg_carried(legs_[f.leg], t.bytes, t.wire_factor);
+  if (f.leg != PathProvider::kNoLeg) leg_carried(f.leg, t.bytes, t.wire_factor);
   if (t.echo) images_carried(t, f.to_switch != kNone);
   const uint32_t gpu = t.receiver();  // (a ring's echo: as what the member before it sent)
   const Timed arrival{std::max(now + f.latency, f.earliest), f.sequence, f.gp,
@@ -361,20 +361,22 @@ void FlowFabric::carried(const std::vector<uint32_t>& path, const std::vector<do
   }
 }
 
-void FlowFabric::leg_carried(LegState& leg, uint64_t bytes, float wire_factor) {
+void FlowFabric::leg_carried(uint32_t id, uint64_t bytes, float wire_factor) {
+  LegState& leg = legs_[id];
+  if (leg.chunks == 0.0) legs_unfolded_.push_back(id);
   leg.bytes += double(bytes);
   leg.chunks += 1.0;
   for (size_t k = 0; k < leg.timings.size(); ++k) leg.busy[k] += leg.timings[k]->serialization_ps(bytes, wire_factor);
-  legs_folded_ = false;
 }
 
 // A leg's figures on each of its links: its share of the bytes and chunks, and of the busy time
-// of its links' timing (rounded once per link, where carried() rounds once per flow).
+// of its links' timing (rounded once per link, where carried() rounds once per flow). Only the
+// legs that carried since the last fold, in the order of their ids (so the sums are the same
+// whenever a reader asks).
 void FlowFabric::fold_legs() const {
-  legs_folded_ = true;
-  for (uint32_t id = 0; id < legs_.size(); ++id) {
+  std::sort(legs_unfolded_.begin(), legs_unfolded_.end());
+  for (uint32_t id : legs_unfolded_) {
     LegState& leg = legs_[id];
-    if (leg.chunks == 0.0) continue;
     const auto [links, shares, count] = paths_.leg(id);
     for (uint32_t i = 0; i < count; ++i) {
       LinkState& link = links_[links[i]];
@@ -386,10 +388,11 @@ void FlowFabric::fold_legs() const {
     leg.bytes = leg.chunks = 0.0;
     std::fill(leg.busy.begin(), leg.busy.end(), 0);
   }
+  legs_unfolded_.clear();
 }
 
 const FlowFabric::LinkState& FlowFabric::counted(uint32_t link) const {
-  if (!legs_folded_) fold_legs();
+  if (!legs_unfolded_.empty()) fold_legs();
   return links_[link];
 }
 

@@ -248,7 +248,7 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   double header_bytes(const uint32_t* links, size_t count) const;
   // A flow's part of busy time `busy` on a link it puts `share` of its bytes on (rounded).
   static sc_dt::uint64 busy_share(sc_dt::uint64 busy, double share);
-  void leg_carried(LegState& leg, uint64_t bytes, float wire_factor);
+  void leg_carried(uint32_t leg, uint64_t bytes, float wire_factor);
   // A link's counters with the legs' figures added (they are added once, when first read).
   const LinkState& counted(uint32_t link) const;
   void fold_legs() const;
@@ -301,7 +301,7 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   // (Mutable: the legs' figures are added to their links' when a const reader first asks.)
   mutable std::vector<LinkState> links_;
   mutable std::vector<LegState> legs_;  // by leg id, grown on first use
-  mutable bool legs_folded_ = true;     // no leg holds figures its links lack
+  mutable std::vector<uint32_t> legs_unfolded_;  // legs holding figures their links lack
   std::deque<ReductionUnit> units_;  // by switch, grown on first use (flows point at them)
   std::vector<FlowSink*> sinks_;
   MaxMinFairShare share_;
