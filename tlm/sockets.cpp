@@ -1,5 +1,7 @@
 #include "tlm/sockets.h"
 
+#include <sysc/kernel/sc_dynamic_processes.h>  // sc_spawn
+
 namespace tessera::protocol {
 
 void set_time_resolution() {

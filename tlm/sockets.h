@@ -5,7 +5,6 @@
 #include <functional>
 
 #include <tlm>
-#include <tlm_utils/peq_with_cb_and_phase.h>
 #include <tlm_utils/simple_initiator_socket.h>
 
 namespace tessera::protocol {
@@ -43,9 +42,6 @@ class TargetSocket : public tlm::tlm_target_socket<32>, private tlm::tlm_fw_tran
   Module* module_ = nullptr;
   Callback callback_ = nullptr;
 };
-template <typename Module>
-using PayloadEventQueue = tlm_utils::peq_with_cb_and_phase<Module>;
-
 // The internal phase an ingress port uses for "the whole chunk has arrived".
 DECLARE_EXTENDED_PHASE(ARRIVED);
 

@@ -51,6 +51,7 @@
 #include "models/link/fabric_port.h"
 #include "tlm/aggregation_tree.h"
 #include "tlm/extensions.h"
+#include "tlm/payload_event_queue.h"
 #include "tlm/payload_pool.h"
 #include "tlm/sockets.h"
 #include "workloads/program.h"

@@ -10,6 +10,7 @@
 #include <string>
 
 #include <systemc>
+#include <sysc/kernel/sc_dynamic_processes.h>  // sc_spawn
 
 #include "models/rtl/registry.h"
 
