@@ -1,9 +1,11 @@
 // The protocol layer: link timing arithmetic, the payload pool, extension copies, the target
-// socket.
+// socket, the payload event queue.
 #include <gtest/gtest.h>
+#include <tlm_utils/peq_with_cb_and_phase.h>
 
 #include "tlm/extensions.h"
 #include "tlm/link_timing.h"
+#include "tlm/payload_event_queue.h"
 #include "tlm/payload_pool.h"
 #include "tlm/sockets.h"
 #include "tests/support/child_process.h"
@@ -107,6 +109,66 @@ TEST_F(ProtocolTest, ATargetSocketCallsItsModuleAndStartsNoThread) {
   EXPECT_TRUE(r["updated"].get<bool>());
   // (A thread would carry a stack, a memory mapping of its own, per socket.)
   EXPECT_EQ(r["threads"], 0);
+}
+
+// A module that notifies its queue in a fixed pattern (timed payloads out of order, equal times,
+// a chain of zero delays through even and odd delta cycles, notifications from inside the
+// callback) and logs
+// what comes out when: the same with tessera's queue as with tlm_utils'.
+template <template <typename> class Queue>
+struct Notifier : sc_core::sc_module {
+  Queue<Notifier> queue;
+  std::vector<tlm::tlm_generic_payload> gps = std::vector<tlm::tlm_generic_payload>(12);
+  std::vector<std::string> log;
+  explicit Notifier(sc_core::sc_module_name name) : sc_module(name), queue("queue", this, &Notifier::out) {
+    using sc_core::sc_time;
+    using sc_core::SC_NS;
+    spawn_method("start", nullptr, [this] {
+      queue.notify(gps[0], tlm::BEGIN_REQ, sc_time(30, SC_NS));
+      queue.notify(gps[1], tlm::END_REQ, sc_time(10, SC_NS));
+      queue.notify(gps[2], tlm::BEGIN_RESP, sc_time(30, SC_NS));
+      queue.notify(gps[3], tlm::BEGIN_REQ, sc_time(10, SC_NS));
+      queue.notify(gps[4], tlm::BEGIN_REQ, sc_core::SC_ZERO_TIME);
+      queue.notify(gps[5], tlm::END_RESP, sc_time(20, SC_NS));
+    });
+  }
+  void out(tlm::tlm_generic_payload& gp, const tlm::tlm_phase& phase) {
+    const size_t i = size_t(&gp - gps.data());
+    log.push_back(std::to_string(i) + " " + phase.get_name() + " at " + sc_core::sc_time_stamp().to_string() +
+                  " delta " + std::to_string(sc_core::sc_delta_count()));
+    // From inside: a zero delay (the next delta cycle), and one that lands among pending ones.
+    if (i == 4) queue.notify(gps[6], tlm::END_REQ, sc_core::SC_ZERO_TIME);
+    if (i == 6) queue.notify(gps[7], tlm::END_REQ, sc_core::SC_ZERO_TIME);
+    if (i == 1) queue.notify(gps[8], tlm::BEGIN_RESP, sc_core::sc_time(20, sc_core::SC_NS));
+    if (i == 3) queue.notify(gps[9], tlm::BEGIN_RESP, sc_core::sc_time(5, sc_core::SC_NS));
+    if (i == 5) queue.notify(gps[10], tlm::END_RESP, sc_core::SC_ZERO_TIME);
+  }
+};
+template <typename Module>
+using LibraryQueue = tlm_utils::peq_with_cb_and_phase<Module>;
+
+template <template <typename> class Queue>
+std::vector<std::string> notified() {
+  const nlohmann::json r = testing::run_in_child([] {
+    Notifier<Queue> notifier("notifier");
+    sc_core::sc_start();
+    return nlohmann::json{{"log", notifier.log}};
+  });
+  if (r.contains("error")) return {r.dump()};
+  return r["log"].get<std::vector<std::string>>();
+}
+
+TEST_F(ProtocolTest, APayloadEventQueueDeliversAsTlmUtilsQueueDoes) {
+  const std::vector<std::string> ours = notified<PayloadEventQueue>(), theirs = notified<LibraryQueue>();
+  EXPECT_EQ(ours, theirs);
+  ASSERT_EQ(ours.size(), 11u);
+  // Equal times in the order notified; a later notification that lands first comes first.
+  EXPECT_EQ(ours[0].substr(0, 2), "4 ");
+  EXPECT_EQ(ours[3].substr(0, 2), "1 ");
+  EXPECT_EQ(ours[4].substr(0, 2), "3 ");
+  EXPECT_EQ(ours[5].substr(0, 2), "9 ");
+  EXPECT_EQ(ours[ours.size() - 2].substr(0, 2), "2 ");
+  EXPECT_EQ(ours.back().substr(0, 2), "8 ");  // (notified at 10 ns for 30 ns: after those from 0)
 }
 
 TEST_F(ProtocolTest, ExtensionsCloneAndCopy) {
