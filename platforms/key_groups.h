@@ -32,8 +32,9 @@ class KeyGroups {
 
   // The partition of a device that forwards toward key k by list `list_of(k)` (kNoList: no
   // route): parts are keys of equal lists, compared by content (`same(a, b)`), stored once.
+  // `label_lists`, where given, gets one of the device's lists for each label.
   template <typename ListOf, typename Same>
-  uint32_t partition(ListOf list_of, Same same);
+  uint32_t partition(ListOf list_of, Same same, std::vector<uint32_t>* label_lists = nullptr);
   // Group g's parts under partition p, in order of their first key, each with a key of it;
   // keys the partition has no route toward are left out.
   struct Part {
@@ -69,7 +70,7 @@ class KeyGroups {
 };
 
 template <typename ListOf, typename Same>
-uint32_t KeyGroups::partition(ListOf list_of, Same same) {
+uint32_t KeyGroups::partition(ListOf list_of, Same same, std::vector<uint32_t>* label_lists) {
   scratch_labels_.assign(keys(), kNoList);
   scratch_lists_.clear();
   label_of_list_.clear();
@@ -85,6 +86,7 @@ uint32_t KeyGroups::partition(ListOf list_of, Same same) {
     }
     scratch_labels_[k] = at->second;
   }
+  if (label_lists != nullptr) *label_lists = scratch_lists_;
   return partition(scratch_labels_);
 }
 

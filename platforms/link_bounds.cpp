@@ -137,7 +137,7 @@ class Routing::SpreadToEveryKey {
   SpreadToEveryKey(const Routing& routing, KeyGroups& groups, const std::vector<GatewayClass>& receivers)
       : r_(routing), graph_(routing.topology_.network.graph), gws_(routing.topology_.network.gateways),
         groups_(groups), receivers_(receivers), partition_(graph_.devices.size(), kNone),
-        lists_by_label_(graph_.devices.size()), key_list_(groups.keys(), kNone),
+        lists_by_label_(graph_.devices.size()),
         slot_(graph_.devices.size(), kNone) {
     // Each port's far end and directed link, flat: the spreads read them some 10^8 times.
     first_port_.reserve(graph_.devices.size() + 1);
@@ -199,7 +199,7 @@ class Routing::SpreadToEveryKey {
   // The device's partition of the keys. A gateway with one uplink sends everything by it; a
   // gateway's list kNone is that one uplink too (a switch's: no route).
   uint32_t partition_of(uint32_t device) {
-    const bool gateway = device < gws_, one_uplink = gateway && graph_.ports(device) == 1;
+    const bool gateway = device < gws_, one_uplink = has_one_uplink(device);
     uint32_t& p = one_uplink ? one_uplink_partition_ : partition_[device];
     if (p != kNone) return p;
     const PortLists& lists = r_.net_lists_;
@@ -208,28 +208,24 @@ class Routing::SpreadToEveryKey {
                         std::equal(lists.ports.begin() + lists.begin[a], lists.ports.begin() + lists.begin[a + 1],
                                    lists.ports.begin() + lists.begin[b]));
     };
+    // Each part's list comes out with it (lists of equal content are interchangeable); a
+    // gateway's one uplink is port 0, as kNone says to forward().
+    std::vector<uint32_t>& by_label = part_lists(device);
     p = groups_.partition(
         [&](uint32_t k) {
-          // (Its one uplink's list, where it has one, is that port alone: as good as none.)
-          const uint32_t list = one_uplink ? kNone : list_toward(device, k);
-          key_list_[k] = list;
           if (one_uplink) return kOnlyPort;
+          const uint32_t list = list_toward(device, k);
           return gateway && list == kNone ? kOnlyPort : list;
         },
-        same);
-    // Each part's list (lists of equal content are interchangeable).
-    std::vector<uint32_t>& by_label = part_lists(device);
-    for (uint32_t k = 0; k < groups_.keys(); ++k) {
-      const uint32_t label = groups_.label(p, k);
-      if (label == KeyGroups::kNoList) continue;
-      if (by_label.size() <= label) by_label.resize(label + 1, kNone);
-      if (by_label[label] == kNone) by_label[label] = key_list_[k];
-    }
+        same, &by_label);
+    for (uint32_t& list : by_label)
+      if (list == kOnlyPort) list = kNone;
     return p;
   }
+  bool has_one_uplink(uint32_t device) const { return device < gws_ && graph_.ports(device) == 1; }
   // The list of each part of the device's partition, by label (once partition_of has run).
   std::vector<uint32_t>& part_lists(uint32_t device) {
-    return device < gws_ && graph_.ports(device) == 1 ? one_uplink_lists_ : lists_by_label_[device];
+    return has_one_uplink(device) ? one_uplink_lists_ : lists_by_label_[device];
   }
 
   void forward(const Particle& p, SourceShares& shares) {
@@ -299,7 +295,6 @@ class Routing::SpreadToEveryKey {
   // one uplink).
   std::vector<std::vector<uint32_t>> lists_by_label_;
   std::vector<uint32_t> one_uplink_lists_;
-  std::vector<uint32_t> key_list_;  // scratch: the device's list toward each key
   std::vector<uint32_t> slot_;       // per device: its first particle in next_, or kNone
   std::vector<Particle> wave_, next_;
   std::vector<uint32_t> apart_;

@@ -27,7 +27,11 @@ TEST(KeyGroups, ADevicesPartitionComparesListsByContent) {
   const uint32_t p = groups.partition([&](uint32_t k) { return lists[k]; }, same);
   // Another device whose lists are other ids but the same parts shares the partition.
   const std::vector<uint32_t> other = {20, 21, 20, 21, 20, KeyGroups::kNoList};
-  EXPECT_EQ(groups.partition([&](uint32_t k) { return other[k]; }, [](uint32_t a, uint32_t b) { return a == b; }), p);
+  std::vector<uint32_t> label_lists;
+  EXPECT_EQ(groups.partition([&](uint32_t k) { return other[k]; }, [](uint32_t a, uint32_t b) { return a == b; },
+                             &label_lists),
+            p);
+  EXPECT_EQ(label_lists, (std::vector<uint32_t>{20, 21}));  // that device's own list for each part
 
   const uint32_t all = groups.group({0, 1, 2, 3, 4, 5});
   const std::vector<KeyGroups::Part>& parts = groups.split(all, p);

@@ -113,8 +113,7 @@ TEST_F(ProtocolTest, ATargetSocketCallsItsModuleAndStartsNoThread) {
 
 // A module that notifies its queue in a fixed pattern (timed payloads out of order, equal times,
 // a chain of zero delays through even and odd delta cycles, notifications from inside the
-// callback) and logs
-// what comes out when: the same with tessera's queue as with tlm_utils'.
+// callback) and logs what comes out when: the same with tessera's queue as with tlm_utils'.
 template <template <typename> class Queue>
 struct Notifier : sc_core::sc_module {
   Queue<Notifier> queue;
