@@ -138,6 +138,9 @@ struct FabricTransfer : tlm::tlm_extension<FabricTransfer> {
   uint64_t step_chunk_bytes = 0;      // with steps > 1: the chunk each step forwards before
                                       // the next step can go on (it pipelines in chunks)
   TransferPurpose purpose = TransferPurpose::Collective;
+  bool stored_and_forwarded = false;  // flow fidelity: a chunk that arrives no earlier than
+                                      // step_chunk_bytes stored and forwarded on every link (a
+                                      // tree's tail: packet fidelity's chunk, level by level)
   float wire_factor = 1.0f;           // wire bytes per payload byte of the protocol (LL: 2)
   double rate_cap = 0;                // flow fidelity: the most payload bytes/s the sender's
                                       // channels move this transfer at (0: the links alone)

@@ -226,7 +226,17 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
     // Flow fidelity caps each flow at its channels' rate: what a channel moves of a step (packet
     // fidelity's chunks on it) at the channel's rate, with the step's handshake. A ring's flow
     // has its own channels; other flows of a phase share all of the call's in proportion to
-    // their bytes.
+    // their bytes. A tree's phases run at once (steady_tree) and a channel's SM moves every
+    // transfer on it, up and down both trees (packet fidelity's channel_free): a tree's bodies
+    // share their channels' rate in proportion to their bytes over all its phases; its tails
+    // come after the bodies, at the channels' rate.
+    std::vector<double> tree_sends;  // a tree's bytes sent on each group of channels (first_channel)
+    for (const Phase& ph : phases)
+      for (const Transfer& t : ph.sends)
+        if (ph.tail_waits) {
+          if (tree_sends.size() <= t.first_channel) tree_sends.resize(size_t(t.first_channel) + 1, 0.0);
+          tree_sends[t.first_channel] += double(t.bytes);
+        }
     for (Phase& ph : phases) {
       double total = 0, lanes_named = 0;
       for (const Transfer& t : ph.sends) total += double(t.bytes), lanes_named += t.channels;
@@ -234,10 +244,17 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
       const double shared = lanes_named > C ? double(C) / lanes_named : 1.0;
       for (Transfer& t : ph.sends) {
         const double step = double(t.bytes) / double(std::max<uint32_t>(1, t.moving_steps > 0 ? t.moving_steps : t.steps));
-        const double chunk = double(std::max<uint32_t>(1, t.steps > 1 ? t.step_chunk_bytes : t.chunk_bytes));
+        const double chunk =
+            double(std::max<uint32_t>(1, t.steps > 1 || ph.tail_waits ? t.step_chunk_bytes : t.chunk_bytes));
         const double lanes = std::min(std::ceil(step / chunk), double(t.lanes(C)));
         const double lane = step / std::max(1.0, lanes);
         const double channel = lane / (lane / inst.channel_rate + inst.channel_handshake_s);
+        if (ph.tail_waits) {
+          const double bodies = t.chunks > 1 ? t.chunks - 1 : 1;  // (one below 4 GiB)
+          t.rate_cap = channel * double(t.lanes(C)) * double(t.bytes) / tree_sends[t.first_channel] / bodies;
+          t.tail_rate_cap = channel * double(t.lanes(C));
+          continue;
+        }
         const double share = t.channels > 0 ? double(t.channels) * shared : double(C) * double(t.bytes) / std::max(1.0, total);
         t.rate_cap = channel * share / std::max(1u, std::min(t.chunks, ph.together));
         if (p2p && t.peer >= 0 && on_another_node(t.peer)) t.rate_cap = 0;
@@ -309,8 +326,11 @@ void CollectiveEngine::steady_state(Instance& inst) const {
     case CollectiveAlgorithm::NvlsTree:
       steady_nvls_tree(inst);
       return;
+    case CollectiveAlgorithm::Tree:
+      steady_tree(inst);
+      return;
     default:
-      return;  // tree (and in-switch) schedules keep their phases
+      return;  // in-switch schedules keep their phases
   }
   // One phase that stands for one step has nothing to merge (a broadcast's chain); a ring's
   // phase per ring stands for all its steps (ring_schedule) and is merged below as the phases
@@ -351,6 +371,37 @@ void CollectiveEngine::steady_state(Instance& inst) const {
       cut_into_flows(t, tree && across ? merged.together : 1);
     }
   phases.assign(1, std::move(merged));
+}
+
+// The double binary tree in its steady state: NCCL pipelines each channel's tree in chunks of a
+// few hundred KiB, so once its pipeline is full every edge carries its chunks at once, up and
+// down both trees. Each transfer is its body, which leaves at the launch (the steady state, one
+// flow), and its tail, packet fidelity's chunk of a step, which waits for every chunk of the
+// phase that gates it, as the last chunk does in packet fidelity: the tails climb and come down
+// the chain level by level (the pipeline's drain), so no member is done before the root has every
+// member's data, and an edge that runs late holds back every member below it. Before, flow
+// fidelity sent each transfer as 16 chunks in turn, gated level by level: a fill of the chain's
+// levels in 16ths of the call, where packet fidelity's chunks are a few hundred KiB.
+void CollectiveEngine::steady_tree(Instance& inst) const {
+  for (Phase& ph : inst.phases) {
+    ph.tail_waits = true;
+    for (auto* list : {&ph.sends, &ph.receives})
+      for (Transfer& t : *list) {
+        const uint64_t tail = std::max<uint32_t>(1, t.step_chunk_bytes);
+        if (t.bytes <= tail) {  // the tail alone
+          t.chunk_bytes = static_cast<uint32_t>(std::max<uint64_t>(1, t.bytes));
+          t.chunks = t.bytes == 0 ? 0 : 1;
+        } else {
+          // The body in as few equal chunks as a chunk's 32 bits allow (one below 4 GiB); the
+          // rest, at most the tail (rounding takes less than a byte a chunk from it), last.
+          const uint64_t body = t.bytes - tail;
+          const uint64_t pieces = ceil_div(body, kMaxChunkBytes);
+          t.chunk_bytes = static_cast<uint32_t>(ceil_div(body, pieces));
+          t.chunks = static_cast<uint32_t>(ceil_div(t.bytes, t.chunk_bytes));
+        }
+        ph.together = std::max(ph.together, t.chunks);  // every chunk in flight at once
+      }
+  }
 }
 
 // NVLS-tree in its steady state: once its pipeline is full the switches reduce, the tree moves
@@ -488,6 +539,7 @@ void CollectiveEngine::pump(uint64_t flow, Instance& inst, size_t k) {
   auto waits_for = [&](int gate, uint32_t j) {
     if (gate < 0) return false;
     const Phase& g = inst.phases[size_t(gate)];
+    if (ph.tail_waits) return j + 1 == ph.send_chunks && g.received < g.receive_chunks;
     return g.receive_chunks > 0 && g.received < ceil_div(uint64_t(j + 1) * g.receive_chunks, ph.send_chunks);
   };
   // Flow fidelity sends a connection's chunks one after the other: flows in flight together
@@ -527,7 +579,10 @@ void CollectiveEngine::send_chunk(uint64_t flow, Instance& inst, const Phase& ph
   t.step_chunk_bytes = to.step_chunk_bytes;
   t.purpose = phase.purpose;
   t.wire_factor = phase.wire_factor;
-  t.rate_cap = to.rate_cap;
+  const bool tail = phase.tail_waits && chunk + 1 == to.chunks;
+  t.rate_cap = tail ? to.tail_rate_cap : to.rate_cap;
+  t.stored_and_forwarded = tail;
+  if (tail) t.step_chunk_bytes = std::min<uint64_t>(t.step_chunk_bytes, t.bytes);
   t.members = phase.members;
   t.member_count = phase.member_count;
   t.tree = phase.tree;
@@ -647,6 +702,7 @@ void CollectiveEngine::start_send(tlm::tlm_generic_payload& call) {
     t.steps = 1;
     t.step_latency = 0;
     t.step_chunk_bytes = 0;
+    t.stored_and_forwarded = false;
     t.purpose = TransferPurpose::PointToPoint;
     t.wire_factor = 1.0f;
     t.rate_cap = plan.rate;

@@ -224,6 +224,7 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   void plan_schedule(Instance& inst, const protocol::CollectiveEvent& e);
   void steady_state(Instance& inst) const;
   void steady_nvls_tree(Instance& inst) const;
+  void steady_tree(Instance& inst) const;
   // Whether rank `peer` is on another of the platform's nodes (its chunks cross the network).
   bool on_another_node(int peer) const;
   void count_injected(const protocol::FabricTransfer& t);

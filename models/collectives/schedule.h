@@ -30,6 +30,7 @@ struct Transfer {
   // The channels it runs on, on a call of `call_channels`.
   uint32_t lanes(int call_channels) const { return channels > 0 ? channels : uint32_t(std::max(1, call_channels)); }
   double rate_cap = 0;       // steady state: its channels' payload bytes/s (0: no limit)
+  double tail_rate_cap = 0;  // steady state, a tree's tail (Phase::tail_waits): its channels' rate
 };
 
 struct Phase {
@@ -41,6 +42,9 @@ struct Phase {
   uint32_t next = 0;         // next chunk index to send
   uint32_t in_flight = 0;    // chunks injected that have not left the GPU yet
   uint32_t together = 1;     // flow fidelity: chunks of a connection in flight at once
+  // Flow fidelity's tree (CollectiveEngine::steady_tree): every chunk but the last (the tail)
+  // leaves at once; the tail waits for every chunk of the phases that gate it.
+  bool tail_waits = false;
   protocol::TransferPurpose purpose = protocol::TransferPurpose::Collective;
   const int* members = nullptr;  // in-switch reduction and multicast: the members
   uint32_t member_count = 0;

@@ -223,7 +223,7 @@ FlowFabric::PathLatency FlowFabric::hops(const protocol::FabricTransfer& t, doub
 // fidelity's chunks streaming through the path: it arrives no earlier than its first chunk
 // stored and forwarded on every link, the pipeline's fill.
 sc_dt::uint64 FlowFabric::earliest_arrival(const protocol::FabricTransfer& t, const Flow& f, bool via_switch) const {
-  if (t.steps <= 1 && !(via_switch && t.step_chunk_bytes > 0)) return f.since;
+  if (t.steps <= 1 && !((via_switch || t.stored_and_forwarded) && t.step_chunk_bytes > 0)) return f.since;
   // Per step: the chunk it forwards, stored and forwarded on every link of the path (as packet
   // fidelity's ports do), the path's latency and the handshake.
   double chunk = chunk_ps(
