@@ -539,7 +539,9 @@ void CollectiveEngine::pump(uint64_t flow, Instance& inst, size_t k) {
   auto waits_for = [&](int gate, uint32_t j) {
     if (gate < 0) return false;
     const Phase& g = inst.phases[size_t(gate)];
-    if (ph.tail_waits) return j + 1 == ph.send_chunks && g.received < g.receive_chunks;
+    if (ph.tail_waits)  // chunk j is some transfer's tail
+      return g.received < g.receive_chunks &&
+             std::any_of(ph.sends.begin(), ph.sends.end(), [j](const Transfer& t) { return j + 1 == t.chunks; });
     return g.receive_chunks > 0 && g.received < ceil_div(uint64_t(j + 1) * g.receive_chunks, ph.send_chunks);
   };
   // Flow fidelity sends a connection's chunks one after the other: flows in flight together
