@@ -5,8 +5,10 @@
 namespace tessera::models {
 
 namespace {
-// Steady state (flow fidelity): chunks per transfer of a schedule that keeps its phases (tree),
-// enough to pipeline it through the tree's depth.
+// Steady state (flow fidelity): the most chunks a transfer starts with, kept where a schedule
+// keeps its phases as they are (one phase of one step; the fewest windows of an in-switch
+// transfer). Merged schedules and the tree cut their transfers again
+// (CollectiveEngine::steady_state, steady_tree).
 constexpr uint64_t kFlowChunksPerTransfer = 16;
 }  // namespace
 
