@@ -154,6 +154,12 @@ class CommandProcessor : public sc_core::sc_module {
   void matched(uint32_t index, bool leader);
   // A representative: a follower no longer replays `op` (it parted).
   void forget(uint32_t op);
+  // A representative: its followers, each with the ops it replays (replay_table).
+  void add_follower(CommandProcessor* follower);
+  void remove_follower(CommandProcessor* follower);
+  // A representative: the ops follower i replays, a table shared by the followers that leave out
+  // the same slots and echoes of the same program, built on first use (after leave_out).
+  const std::vector<bool>& replay_table(size_t i);
   // A parted GPU: its representative completed call `op`, which it made for it.
   void made_call_done(uint32_t op, sc_core::sc_time issued);
   // A collective or send/receive `op` issued at `issued` ends: its communication time and span.
@@ -181,6 +187,17 @@ class CommandProcessor : public sc_core::sc_module {
   // one side only, when and on which.
   CommandProcessor* leader_ = nullptr;
   std::vector<CommandProcessor*> followers_;
+  // Per follower (as followers_): its replay_table, or nullptr until first needed; the tables,
+  // each with what its followers leave out. A check per follower and call reads these two
+  // arrays alone, not the follower.
+  std::vector<const std::vector<bool>*> follower_replays_;
+  struct ReplayTable {
+    const workloads::Program* program;
+    std::vector<bool> quiet_communicators, quiet_peers;
+    std::shared_ptr<const std::vector<bool>> echoed;
+    std::vector<bool> ops;
+  };
+  std::vector<std::unique_ptr<ReplayTable>> replay_tables_;
   std::vector<bool> quiet_communicators_, quiet_peers_;  // a follower's slots left out
   std::shared_ptr<const std::vector<bool>> echoed_;       // a follower's ops left out (echoes)
   SymmetryMonitor* symmetry_ = nullptr;

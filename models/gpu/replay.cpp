@@ -30,7 +30,40 @@ void CommandProcessor::follow(CommandProcessor& representative, SymmetryMonitor&
   leader_ = &representative;
   symmetry_ = &monitor;
   representative.symmetry_ = &monitor;
-  representative.followers_.push_back(this);
+  representative.add_follower(this);
+}
+
+void CommandProcessor::add_follower(CommandProcessor* follower) {
+  followers_.push_back(follower);
+  follower_replays_.push_back(nullptr);
+}
+
+void CommandProcessor::remove_follower(CommandProcessor* follower) {
+  const size_t at = size_t(std::find(followers_.begin(), followers_.end(), follower) - followers_.begin());
+  followers_.erase(followers_.begin() + std::ptrdiff_t(at));
+  follower_replays_.erase(follower_replays_.begin() + std::ptrdiff_t(at));
+}
+
+namespace {
+bool same_ops(const std::shared_ptr<const std::vector<bool>>& a, const std::shared_ptr<const std::vector<bool>>& b) {
+  return a == b || (a != nullptr && b != nullptr && *a == *b);
+}
+}  // namespace
+
+const std::vector<bool>& CommandProcessor::replay_table(size_t i) {
+  const std::vector<bool>* known = follower_replays_[i];
+  if (known != nullptr) return *known;
+  const CommandProcessor& f = *followers_[i];
+  for (const auto& table : replay_tables_)
+    if (table->program == f.rank_->program.get() && table->quiet_communicators == f.quiet_communicators_ &&
+        table->quiet_peers == f.quiet_peers_ && same_ops(table->echoed, f.echoed_))
+      return *(follower_replays_[i] = &table->ops);
+  auto table = std::make_unique<ReplayTable>(
+      ReplayTable{f.rank_->program.get(), f.quiet_communicators_, f.quiet_peers_, f.echoed_, {}});
+  table->ops.resize(f.total_);
+  for (uint32_t op = 0; op < f.total_; ++op) table->ops[op] = f.replays(op);
+  replay_tables_.push_back(std::move(table));
+  return *(follower_replays_[i] = &replay_tables_.back()->ops);
 }
 
 void CommandProcessor::replay(uint32_t index) {
@@ -110,8 +143,8 @@ void CommandProcessor::follow_parted(CommandProcessor& parted) {
       ++parted.skews_[op].replaying;
     }
   }
-  rep.followers_.erase(std::find(rep.followers_.begin(), rep.followers_.end(), this));
-  parted.followers_.push_back(this);
+  rep.remove_follower(this);
+  parted.add_follower(this);
   parted.symmetry_ = symmetry_;
   unmatched_ = FewByKey<Unmatched>();
   leader_ = &parted;
@@ -160,7 +193,7 @@ void CommandProcessor::part() {
       if (waits_[graph_->successors[i]] < kIssued) ++waits_[graph_->successors[i]];
   // The representative no longer waits for this GPU's replays; the calls it makes for this GPU
   // (left out, echoed) complete here when its own do.
-  rep.followers_.erase(std::find(rep.followers_.begin(), rep.followers_.end(), this));
+  rep.remove_follower(this);
   for (uint32_t op = 0; op < total_; ++op) {
     const OpKind kind = rank_->program->ops[op].kind;
     if (kind == OpKind::Compute || kind == OpKind::MemCopy) continue;
