@@ -158,7 +158,9 @@ class CommandProcessor : public sc_core::sc_module {
   void add_follower(CommandProcessor* follower);
   void remove_follower(CommandProcessor* follower);
   // A representative: the ops follower i replays, a table shared by the followers that leave out
-  // the same slots and echoes of the same program, built on first use (after leave_out).
+  // the same slots and echoes of the same program, built on first use. What a follower leaves
+  // out is set before the run starts, or anew as it moves to another GPU (SymmetricRun's parting
+  // echoing: leave_out, then follow_parted, which files it there without a table).
   const std::vector<bool>& replay_table(size_t i);
   // A parted GPU: its representative completed call `op`, which it made for it.
   void made_call_done(uint32_t op, sc_core::sc_time issued);
