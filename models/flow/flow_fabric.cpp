@@ -221,7 +221,8 @@ FlowFabric::PathLatency FlowFabric::hops(const protocol::FabricTransfer& t, doub
 // earlier than its latency chain: each step's path latency and handshake (the engine adds the
 // last handshake itself). A window into or out of a reducing switch (steps 1) stands for packet
 // fidelity's chunks streaming through the path: it arrives no earlier than its first chunk
-// stored and forwarded on every link, the pipeline's fill.
+// stored and forwarded on every link, the pipeline's fill. So does a tree's tail
+// (FabricTransfer::stored_and_forwarded: packet fidelity's last chunk, level by level).
 sc_dt::uint64 FlowFabric::earliest_arrival(const protocol::FabricTransfer& t, const Flow& f, bool via_switch) const {
   if (t.steps <= 1 && !((via_switch || t.stored_and_forwarded) && t.step_chunk_bytes > 0)) return f.since;
   // Per step: the chunk it forwards, stored and forwarded on every link of the path (as packet
