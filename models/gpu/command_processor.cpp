@@ -114,9 +114,9 @@ void CommandProcessor::issue(uint32_t index) {
   (*socket)->nb_transport_fw(*gp, phase, delay);  // engines accept at once (END_REQ)
   if (socket != &to_collectives || followers_.empty()) return;
   uint32_t replaying = 0;
-  for (size_t i = 0; i < followers_.size(); ++i)
-    if (replay_table(i)[index]) {
-      followers_[i]->replay(index);
+  for (Follower& f : followers_)
+    if (replay_table(f)[index]) {
+      f.gpu->replay(index);
       ++replaying;
     }
   if (replaying > 0) skews_[index].replaying = replaying;
@@ -135,8 +135,8 @@ tlm::tlm_sync_enum CommandProcessor::nb_transport_bw(tlm::tlm_generic_payload& g
   const OpKind kind = rank_->program->ops[index].kind;
   if (kind != OpKind::Compute && kind != OpKind::MemCopy) {
     call_closed(index, protocol::collective_event(gp).issued_at);
-    for (size_t i = 0; i < followers_.size(); ++i)
-      if (replay_table(i)[index]) followers_[i]->matched(index, true);
+    for (Follower& f : followers_)
+      if (replay_table(f)[index]) f.gpu->matched(index, true);
     if (made_for_.size() > 0) {
       const size_t at = made_for_.position(index);
       if (at != made_for_.kNone) {

@@ -157,11 +157,12 @@ class CommandProcessor : public sc_core::sc_module {
   // A representative: its followers, each with the ops it replays (replay_table).
   void add_follower(CommandProcessor* follower);
   void remove_follower(CommandProcessor* follower);
-  // A representative: the ops follower i replays, a table shared by the followers that leave out
+  struct Follower;
+  // A representative: the ops a follower replays, a table shared by the followers that leave out
   // the same slots and echoes of the same program, built on first use. What a follower leaves
   // out is set before the run starts, or anew as it moves to another GPU (SymmetricRun's parting
   // echoing: leave_out, then follow_parted, which files it there without a table).
-  const std::vector<bool>& replay_table(size_t i);
+  const std::vector<bool>& replay_table(Follower& follower);
   // A parted GPU: its representative completed call `op`, which it made for it.
   void made_call_done(uint32_t op, sc_core::sc_time issued);
   // A collective or send/receive `op` issued at `issued` ends: its communication time and span.
@@ -188,11 +189,14 @@ class CommandProcessor : public sc_core::sc_module {
   // Following (follow): the representative, or its followers; per op issued and completed on
   // one side only, when and on which.
   CommandProcessor* leader_ = nullptr;
-  std::vector<CommandProcessor*> followers_;
-  // Per follower (as followers_): its replay_table, or nullptr until first needed; the tables,
-  // each with what its followers leave out. A check per follower and call reads these two
-  // arrays alone, not the follower.
-  std::vector<const std::vector<bool>*> follower_replays_;
+  // A representative's followers, each with its replay_table (nullptr until first needed): a
+  // check per follower and call reads this array alone, not the follower.
+  struct Follower {
+    CommandProcessor* gpu;
+    const std::vector<bool>* replays;
+  };
+  std::vector<Follower> followers_;
+  // The replay tables, each with what its followers leave out.
   struct ReplayTable {
     const workloads::Program* program;
     std::vector<bool> quiet_communicators, quiet_peers;

@@ -33,15 +33,11 @@ void CommandProcessor::follow(CommandProcessor& representative, SymmetryMonitor&
   representative.add_follower(this);
 }
 
-void CommandProcessor::add_follower(CommandProcessor* follower) {
-  followers_.push_back(follower);
-  follower_replays_.push_back(nullptr);
-}
+void CommandProcessor::add_follower(CommandProcessor* follower) { followers_.push_back(Follower{follower, nullptr}); }
 
 void CommandProcessor::remove_follower(CommandProcessor* follower) {
-  const size_t at = size_t(std::find(followers_.begin(), followers_.end(), follower) - followers_.begin());
-  followers_.erase(followers_.begin() + std::ptrdiff_t(at));
-  follower_replays_.erase(follower_replays_.begin() + std::ptrdiff_t(at));
+  followers_.erase(std::find_if(followers_.begin(), followers_.end(),
+                                [follower](const Follower& f) { return f.gpu == follower; }));
 }
 
 namespace {
@@ -50,20 +46,19 @@ bool same_ops(const std::shared_ptr<const std::vector<bool>>& a, const std::shar
 }
 }  // namespace
 
-const std::vector<bool>& CommandProcessor::replay_table(size_t i) {
-  const std::vector<bool>* known = follower_replays_[i];
-  if (known != nullptr) return *known;
-  const CommandProcessor& f = *followers_[i];
+const std::vector<bool>& CommandProcessor::replay_table(Follower& follower) {
+  if (follower.replays != nullptr) return *follower.replays;
+  const CommandProcessor& f = *follower.gpu;
   for (const auto& table : replay_tables_)
     if (table->program == f.rank_->program.get() && table->quiet_communicators == f.quiet_communicators_ &&
         table->quiet_peers == f.quiet_peers_ && same_ops(table->echoed, f.echoed_))
-      return *(follower_replays_[i] = &table->ops);
+      return *(follower.replays = &table->ops);
   auto table = std::make_unique<ReplayTable>(
       ReplayTable{f.rank_->program.get(), f.quiet_communicators_, f.quiet_peers_, f.echoed_, {}});
   table->ops.resize(f.total_);
   for (uint32_t op = 0; op < f.total_; ++op) table->ops[op] = f.replays(op);
   replay_tables_.push_back(std::move(table));
-  return *(follower_replays_[i] = &replay_tables_.back()->ops);
+  return *(follower.replays = &replay_tables_.back()->ops);
 }
 
 void CommandProcessor::replay(uint32_t index) {
