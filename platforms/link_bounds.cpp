@@ -20,13 +20,18 @@
 // following groups of keys that move alike (platforms/key_groups.h): on a three-tier tree of
 // 2,048 leaves a source's spread toward all 2,047 other leaves visits some 130,000 links, where
 // one spread per key would visit 2,047 x 2,100. The receivers' bound comes from the same
-// spreads: per link, the largest share any source put on it toward each group of keys.
+// spreads: per link, the largest share any source put on it toward each group of keys. What
+// the spreads of many sources have in common is spread once for all of them
+// (platforms/spread_lineages.h): every source of a pod reaches the cores alike toward every key
+// outside the pod, so on 65,536 H100 each source spreads over its own pod and the 64 pods'
+// spreads from the cores down are spread once each.
 // Loads are compared in wire bytes, which needs every network link to frame packets alike.
 #include <algorithm>
 #include <stdexcept>
 
 #include "platforms/key_groups.h"
 #include "platforms/routing.h"
+#include "platforms/spread_lineages.h"
 
 namespace tessera::platforms {
 
@@ -99,6 +104,21 @@ class SourceShares {
     }
     mixed_.clear();
   }
+  // Whether a link of `links` (a bit per directed link) has been crossed since the last settle.
+  bool crosses(const std::vector<uint64_t>& links) const {
+    for (size_t w = 0; w < touched_.size(); ++w)
+      if ((touched_[w] & links[w]) != 0) return true;
+    return false;
+  }
+  // Forgets what was added since the last settle.
+  void forget() {
+    for (size_t word = 0; word < touched_.size(); ++word) {
+      for (uint64_t bits = touched_[word]; bits != 0; bits &= bits - 1)
+        held_[word * 64 + static_cast<size_t>(__builtin_ctzll(bits))].group = kNone;
+      touched_[word] = 0;
+    }
+    mixed_.clear();
+  }
 
  private:
   static constexpr uint32_t kMixed = kNone - 1;
@@ -150,20 +170,19 @@ class Routing::SpreadToEveryKey {
   }
 
   // Adds to `shares` what a transfer from `from` toward each key of `group` puts on every link
-  // between switches. Throws std::logic_error for a route that does not end, or ends at another
-  // gateway than its key's.
-  void spread(uint32_t from, uint32_t group, SourceShares& shares) {
+  // between switches; with `lineages`, but for the lineages it takes (SpreadLineages::take).
+  // Throws std::logic_error for a route that does not end, or ends at another gateway than its
+  // key's.
+  void spread(uint32_t from, uint32_t group, SourceShares& shares, SpreadLineages* lineages = nullptr) {
     wave_.assign(1, Particle{from, group, 1.0, kNone});
-    for (size_t stage = 0; !wave_.empty(); ++stage) {
-      if (stage > graph_.devices.size())
-        throw std::logic_error("a route from " + graph_.devices[from].name + " does not end");
-      next_.clear();
-      for (const Particle& p : wave_)
-        if (p.share > 0.0) forward(p, shares);
-      merge_groups_apart();
-      for (const Particle& p : next_) slot_[p.device] = kNone;
-      std::swap(wave_, next_);
-    }
+    run(shares, lineages);
+  }
+
+  // Adds to `shares` what a lineage puts on every link between switches from where it stands on.
+  void spread(const SpreadLineages::Lineage& lineage, SourceShares& shares) {
+    wave_.clear();
+    for (const auto& [device, share] : lineage.wave) wave_.push_back(Particle{device, lineage.group, share, kNone});
+    run(shares, nullptr);
   }
 
   // The transfer toward the source's own key (to another of its gateways, where there is one),
@@ -183,11 +202,21 @@ class Routing::SpreadToEveryKey {
   }
 
  private:
-  struct Particle {
-    uint32_t device, group;
-    double share;
-    uint32_t same_device;  // the next particle at the same device this stage, or kNone
-  };
+  using Particle = SpreadParticle;
+
+  void run(SourceShares& shares, SpreadLineages* lineages) {
+    for (size_t stage = 0; !wave_.empty(); ++stage) {
+      if (stage > graph_.devices.size())
+        throw std::logic_error("a route from " + graph_.devices[wave_.front().device].name + " does not end");
+      if (lineages != nullptr && stage > 0) lineages->take(wave_);
+      next_.clear();
+      for (const Particle& p : wave_)
+        if (p.share > 0.0) forward(p, shares);
+      merge_groups_apart();
+      for (const Particle& p : next_) slot_[p.device] = kNone;
+      std::swap(wave_, next_);
+    }
+  }
 
   uint32_t destination(uint32_t key) const { return receivers_[key].first; }
 
@@ -303,6 +332,35 @@ class Routing::SpreadToEveryKey {
   SpreadScratch scratch_;
 };
 
+namespace {
+
+// The lineages a source's spread handed over (SpreadLineages) are spread for it at the end where
+// nothing else of it crosses their links: then they count `senders` more bytes/s. Otherwise
+// (false) the source is to be spread again whole. Either way they are no longer handed over.
+template <typename Spreads>
+bool hand_over(SpreadLineages& lineages, Spreads& spreads, const SourceShares& shares, SourceShares& alone,
+               KeyGroups& groups, double senders) {
+  const std::vector<uint32_t>& handed = lineages.handed();
+  bool apart = true;
+  for (size_t i = 0; i < handed.size() && apart; ++i) {
+    SpreadLineages::Lineage& l = lineages[handed[i]];
+    if (!l.spread_alone) {  // the links it crosses, once
+      l.links.assign(lineages.words(), 0);
+      spreads.spread(l, alone);
+      alone.settle(groups, [&l](uint32_t link, const auto&) { l.links[link / 64] |= uint64_t(1) << (link % 64); });
+      l.spread_alone = true;
+    }
+    apart = !shares.crosses(l.links);
+    for (size_t j = 0; j < i && apart; ++j) apart = lineages.apart(handed[j], handed[i]);
+  }
+  if (apart)
+    for (uint32_t id : handed) lineages[id].senders += senders;
+  lineages.forget_handed();
+  return apart;
+}
+
+}  // namespace
+
 std::vector<bool> Routing::links_that_cannot_fill(bool in_network_reduction) const {
   const Network& net = topology_.network;
   const Graph& graph = net.graph;
@@ -330,9 +388,23 @@ std::vector<bool> Routing::links_that_cannot_fill(bool in_network_reduction) con
   const uint32_t directed = 2 * static_cast<uint32_t>(graph.links.size());
   std::vector<double> by_senders(directed, 0.0);
   std::vector<std::vector<std::pair<uint32_t, double>>> most_toward(directed);  // per link: (group, largest share)
-  SourceShares shares(directed);
+  SourceShares shares(directed), alone(directed);
   SpreadToEveryKey spreads(*this, groups, receivers);
+  SpreadLineages lineages(directed);
   std::vector<uint32_t> others;
+  // What a source puts on a link, the largest share toward any key (`toward`: disjoint groups
+  // of keys with the share of each): the senders' bound takes it `senders` times, the
+  // receivers' keeps the largest toward each group.
+  auto take = [&](double senders) {
+    return [&, senders](uint32_t l, const std::vector<std::pair<uint32_t, double>>& toward) {
+      double most = 0.0;
+      for (const auto& [group, share] : toward) {
+        most = std::max(most, share);
+        keep_largest(most_toward[l], group, share);
+      }
+      by_senders[l] += senders * most;
+    };
+  };
   try {
     for (uint32_t c = 0; c < senders.size(); ++c) {
       const GatewayClass& s = senders[c];
@@ -341,16 +413,20 @@ std::vector<bool> Routing::links_that_cannot_fill(bool in_network_reduction) con
       others.clear();
       for (uint32_t k = 0; k < keys_; ++k)
         if (k != own) others.push_back(k);
-      spreads.spread(s.first, groups.group(others), shares);
-      spreads.spread_to_own_key(s.first, groups.group({own}), shares);
-      shares.settle(groups, [&](uint32_t l, const std::vector<std::pair<uint32_t, double>>& toward) {
-        double most = 0.0;
-        for (const auto& [group, share] : toward) {
-          most = std::max(most, share);
-          keep_largest(most_toward[l], group, share);
-        }
-        by_senders[l] += s.capacity * most;
-      });
+      const uint32_t everyone_else = groups.group(others), itself = groups.group({own});
+      spreads.spread(s.first, everyone_else, shares, &lineages);
+      spreads.spread_to_own_key(s.first, itself, shares);
+      if (!hand_over(lineages, spreads, shares, alone, groups, s.capacity)) {
+        shares.forget();
+        spreads.spread(s.first, everyone_else, shares);
+        spreads.spread_to_own_key(s.first, itself, shares);
+      }
+      shares.settle(groups, take(s.capacity));
+    }
+    for (uint32_t id = 0; id < lineages.size(); ++id) {
+      if (lineages[id].senders == 0.0) continue;
+      spreads.spread(lineages[id], shares);
+      shares.settle(groups, take(lineages[id].senders));
     }
   } catch (const std::logic_error&) {
     return {};  // a route that does not end: nothing is proven

@@ -131,6 +131,8 @@ INSTANTIATE_TEST_SUITE_P(
     Networks, LinksThatCannotFill,
     ::testing::Values(BoundCase{"two_tiers", single_gpu_nodes(16, Topology::FatTree, 8, 1.0, 2), true},
                       BoundCase{"three_tiers", single_gpu_nodes(64, Topology::FatTree, 8, 1.0, 3), true},
+                      // Every pod's sources reach the 16 cores alike: spread once (SpreadLineages).
+                      BoundCase{"three_full_tiers", single_gpu_nodes(128, Topology::FatTree, 8, 1.0, 3), true},
                       BoundCase{"oversubscribed_3_to_1", single_gpu_nodes(24, Topology::FatTree, 8, 3.0, 2), false},
                       BoundCase{"rail_optimized", rails(12, 1.0), true},
                       BoundCase{"rail_optimized_16_nodes", rails(16, 1.0), true},
