@@ -137,18 +137,20 @@ tlm::tlm_sync_enum CommandProcessor::nb_transport_bw(tlm::tlm_generic_payload& g
     call_closed(index, protocol::collective_event(gp).issued_at);
     for (Follower& f : followers_)
       if (replay_table(f)[index]) f.gpu->matched(index, true);
-    if (made_for_.size() > 0) {
-      const size_t at = made_for_.position(index);
-      if (at != made_for_.kNone) {
-        const std::vector<CommandProcessor*> parted = std::move(made_for_.at(at));
-        made_for_.erase_at(at);
-        for (CommandProcessor* p : parted) p->made_call_done(index, protocol::collective_event(gp).issued_at);
-      }
-    }
+    made_calls_done(index, protocol::collective_event(gp).issued_at);
   }
   gp.release();
   complete(index);
   return tlm::TLM_COMPLETED;
+}
+
+void CommandProcessor::made_calls_done(uint32_t index, sc_time issued) {
+  if (made_for_.size() == 0) return;
+  const size_t at = made_for_.position(index);
+  if (at == made_for_.kNone) return;
+  const std::vector<CommandProcessor*> parted = std::move(made_for_.at(at));
+  made_for_.erase_at(at);
+  for (CommandProcessor* p : parted) p->made_call_done(index, issued);
 }
 
 void CommandProcessor::call_closed(uint32_t index, sc_time issued) {

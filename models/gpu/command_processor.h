@@ -165,6 +165,10 @@ class CommandProcessor : public sc_core::sc_module {
   const std::vector<bool>& replay_table(Follower& follower);
   // A parted GPU: its representative completed call `op`, which it made for it.
   void made_call_done(uint32_t op, sc_core::sc_time issued);
+  // Call `op` completed here (made here or, made for this GPU, where it parted from): the GPUs
+  // that parted from this one while it was in flight, which this one made it for, complete it
+  // too, and those that parted from them in turn.
+  void made_calls_done(uint32_t op, sc_core::sc_time issued);
   // A collective or send/receive `op` issued at `issued` ends: its communication time and span.
   void call_closed(uint32_t op, sc_core::sc_time issued);
   void complete(uint32_t op);

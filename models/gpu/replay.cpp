@@ -239,6 +239,7 @@ void CommandProcessor::take_over(uint32_t index) {
 
 void CommandProcessor::made_call_done(uint32_t index, sc_time issued) {
   call_closed(index, issued);
+  made_calls_done(index, issued);  // (GPUs that parted from this one while it waited for it)
   complete(index);
 }
 
