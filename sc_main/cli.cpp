@@ -457,8 +457,9 @@ int run_parsed(RunSettings& s, const po::variables_map& vm, std::ostream& out, s
     err << "tessera: error: " << describe_deadlock(result) << "\n";
     return kDeadlock;
   }
-  if (!s.report.empty()) write_json_file(s.report, report_json(platform, job, workload.memory, result,
-                                                           s.report_detail == "full" ? ReportDetail::Full : ReportDetail::Summary));
+  if (!s.report.empty())
+    write_report(s.report, platform, job, workload.memory, result,
+                 s.report_detail == "full" ? ReportDetail::Full : ReportDetail::Summary);
   if (!s.trace.empty()) write_json_file(s.trace, trace_json(platform, job, result, s.trace_bucket_us));
   if (!s.quiet) print_summary(out, platform, job, workload.memory, result);
   keep_until_exit(std::move(workload));

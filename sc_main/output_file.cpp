@@ -34,17 +34,23 @@ fs::path folder_of(const std::string& path) {
 }
 
 // Writes all of `text` to an open descriptor and closes it; the error number, or 0.
-int write_all(int fd, const std::string& text) {
+// Writes all of `text` to `fd`, which stays open: 0, or the error.
+int write_text(int fd, const std::string& text) {
   size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int error = n < 0 ? errno : EIO;
-      ::close(fd);
-      return error;
-    }
+    if (n <= 0) return n < 0 ? errno : EIO;
     done += size_t(n);
+  }
+  return 0;
+}
+
+int write_all(int fd, const std::string& text) {
+  const int error = write_text(fd, text);
+  if (error != 0) {
+    ::close(fd);
+    return error;
   }
   return ::close(fd) == 0 ? 0 : errno;
 }
@@ -119,6 +125,32 @@ void write_output(const std::string& path, const std::string& text) {
       ::unlink(temporary.c_str());
       cannot_write(path, error);
     }
+  });
+}
+
+void write_output_pieces(const std::string& path,
+                         const std::function<void(const std::function<void(const std::string&)>&)>& produce) {
+  write_output_with(path, [&](const std::string& temporary) {
+    const int fd = ::open(temporary.c_str(), O_WRONLY | O_TRUNC);
+    if (fd < 0) cannot_write(path, errno);
+    std::string buffer;
+    int error = 0;
+    auto flush = [&] {
+      if (error == 0) error = write_text(fd, buffer);
+      buffer.clear();
+    };
+    try {
+      produce([&](const std::string& piece) {
+        buffer += piece;
+        if (buffer.size() >= (size_t(1) << 20)) flush();
+      });
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    flush();
+    if (::close(fd) != 0 && error == 0) error = errno;
+    if (error != 0) cannot_write(path, error);
   });
 }
 

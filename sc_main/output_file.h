@@ -32,6 +32,11 @@ void check_output_paths(const std::vector<OutputPath>& outputs, const std::vecto
 // Writes `text` to `path` as a whole or not at all.
 void write_output(const std::string& path, const std::string& text);
 
+// The same for text made piece by piece: `produce` hands each piece, in order, to the function
+// it is given (a large report need not be held whole).
+void write_output_pieces(const std::string& path,
+                         const std::function<void(const std::function<void(const std::string&)>&)>& produce);
+
 // The same for a writer that takes a path (a library's save function): it writes a temporary
 // file, which then replaces `path`.
 void write_output_with(const std::string& path, const std::function<void(const std::string&)>& write_to);

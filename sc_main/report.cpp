@@ -91,47 +91,67 @@ double largest_peak_memory_gib(const SimulationResult& r, const std::vector<work
   return largest;
 }
 
-// Every rank: its times, compute and iteration by cause, traffic, memory.
-ordered_json ranks_json(const SimulationResult& r, const std::vector<workloads::MemoryBreakdown>& memory) {
-  ordered_json ranks = ordered_json::array();
-  for (const RankResult& rr : r.ranks) {
-    ordered_json rank = {{"rank", rr.rank},
-                     {"finish_time_s", rr.finish_s},
-                     {"compute_time_s", rr.compute_s},
-                     {"exposed_communication_time_s", rr.exposed_communication_s},
-                     {"overlapped_communication_time_s", rr.overlapped_communication_s},
-                     {"idle_time_s", rr.idle_s},
-                     {"compute_by_cause_s", compute_by_cause(rr.compute_by_cause)},
-                     {"time_by_cause_s", time_by_cause(rr.time_by_cause)},
-                     {"ops", rr.ops},
-                     {"bytes_sent", rr.bytes_sent},
-                     {"bytes_received", rr.bytes_received}};
-    if (static_cast<size_t>(rr.rank) < memory.size()) {
-      const workloads::MemoryBreakdown& m = memory[rr.rank];
-      rank["peak_memory_gib"] = m.peak / kGiB;
-      rank["memory_gib"] = {{"parameters", m.params / kGiB},
-                            {"gradients", m.grads / kGiB},
-                            {"optimizer_states", m.optimizer / kGiB},
-                            {"activations", m.activations / kGiB},
-                            {"temporary", m.temporary / kGiB}};
-    }
-    ranks.push_back(rank);
+// A rank: its times, compute and iteration by cause, traffic, memory.
+ordered_json rank_json(const RankResult& rr, const std::vector<workloads::MemoryBreakdown>& memory) {
+  ordered_json rank = {{"rank", rr.rank},
+                       {"finish_time_s", rr.finish_s},
+                       {"compute_time_s", rr.compute_s},
+                       {"exposed_communication_time_s", rr.exposed_communication_s},
+                       {"overlapped_communication_time_s", rr.overlapped_communication_s},
+                       {"idle_time_s", rr.idle_s},
+                       {"compute_by_cause_s", compute_by_cause(rr.compute_by_cause)},
+                       {"time_by_cause_s", time_by_cause(rr.time_by_cause)},
+                       {"ops", rr.ops},
+                       {"bytes_sent", rr.bytes_sent},
+                       {"bytes_received", rr.bytes_received}};
+  if (static_cast<size_t>(rr.rank) < memory.size()) {
+    const workloads::MemoryBreakdown& m = memory[rr.rank];
+    rank["peak_memory_gib"] = m.peak / kGiB;
+    rank["memory_gib"] = {{"parameters", m.params / kGiB},
+                          {"gradients", m.grads / kGiB},
+                          {"optimizer_states", m.optimizer / kGiB},
+                          {"activations", m.activations / kGiB},
+                          {"temporary", m.temporary / kGiB}};
   }
-  return ranks;
+  return rank;
 }
 
-// Every link (one direction): what it carried and how busy it was.
-ordered_json links_json(const SimulationResult& r) {
-  ordered_json links = ordered_json::array();
-  for (const LinkResult& l : r.links) {
-    links.push_back({{"name", l.name},
-                     {"kind", l.kind},
-                     {"bandwidth_gb_per_s", l.bandwidth_bytes_per_s / 1e9},
-                     {"bytes", l.bytes},
-                     {"busy_time_s", l.busy_s},
-                     {"utilization", r.iteration_time_s > 0 ? l.busy_s / r.iteration_time_s : 0.0}});
+// A link (one direction): what it carried and how busy it was.
+ordered_json link_json(const LinkResult& l, const SimulationResult& r) {
+  return {{"name", l.name},
+          {"kind", l.kind},
+          {"bandwidth_gb_per_s", l.bandwidth_bytes_per_s / 1e9},
+          {"bytes", l.bytes},
+          {"busy_time_s", l.busy_s},
+          {"utilization", r.iteration_time_s > 0 ? l.busy_s / r.iteration_time_s : 0.0}};
+}
+
+// Writes `items` in place of the empty array that `key` (a key of the top-level object) holds
+// in `text` (ordered_json::dump(1)), each element made by `element` and dumped as dump(1) would
+// dump it there; `put` takes the text piece by piece.
+template <typename Items, typename Element>
+size_t put_array(const std::string& text, size_t from, const std::string& key, const Items& items, Element element,
+                 const std::function<void(const std::string&)>& put) {
+  const std::string empty = "\n \"" + key + "\": []";
+  const size_t at = text.find(empty, from);
+  if (at == std::string::npos) throw std::logic_error("report: no " + key + " to fill");
+  const size_t open = at + empty.size() - 1;  // the closing bracket
+  put(text.substr(from, open - from));
+  if (!items.empty()) {
+    put("\n");
+    std::string piece;
+    for (size_t i = 0; i < items.size(); ++i) {
+      const std::string one = element(items[i]).dump(1);
+      piece.assign(i == 0 ? "  " : ",\n  ");
+      for (char c : one) {
+        piece.push_back(c);
+        if (c == '\n') piece.append("  ");
+      }
+      put(piece);
+    }
+    put("\n ");
   }
-  return links;
+  return open;
 }
 
 // The RTL blocks of a run, by block: how many ports, cycles evaluated, decisions.
@@ -228,9 +248,9 @@ ordered_json report_json(const platforms::PlatformConfig& platform, const worklo
   j["time_by_cause_s"] = time_by_cause(mean_time_by_cause(r));
   j["mean_over_ranks"] = mean_over_ranks(r);
   if (!memory.empty()) j["peak_memory_gib"] = largest_peak_memory_gib(r, memory);
-  if (detail == ReportDetail::Full) {
-    j["ranks"] = ranks_json(r, memory);
-    j["links"] = links_json(r);
+  if (detail == ReportDetail::Full) {  // (write_report fills them in, one element at a time)
+    j["ranks"] = ordered_json::array();
+    j["links"] = ordered_json::array();
   }
   j["simulation"] = {{"fidelity", platforms::fidelity_name(r.fidelity)},
                      {"iterations", r.iterations},
@@ -443,6 +463,18 @@ ordered_json trace_json(const platforms::PlatformConfig& platform, const workloa
 
 void write_json_file(const std::string& path, const ordered_json& json) {
   write_output(path, json.dump(1) + "\n");
+}
+
+void write_report(const std::string& path, const platforms::PlatformConfig& platform, const workloads::Job& job,
+                  const std::vector<workloads::MemoryBreakdown>& memory, const SimulationResult& r,
+                  ReportDetail detail) {
+  const std::string text = report_json(platform, job, memory, r, detail).dump(1) + "\n";
+  if (detail != ReportDetail::Full) return write_output(path, text);
+  write_output_pieces(path, [&](const std::function<void(const std::string&)>& put) {
+    size_t at = put_array(text, 0, "ranks", r.ranks, [&](const RankResult& rr) { return rank_json(rr, memory); }, put);
+    at = put_array(text, at, "links", r.links, [&](const LinkResult& l) { return link_json(l, r); }, put);
+    put(text.substr(at));
+  });
 }
 
 }  // namespace tessera::app

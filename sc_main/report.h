@@ -28,6 +28,12 @@ nlohmann::ordered_json report_json(const platforms::PlatformConfig& platform,
                                    const std::vector<workloads::MemoryBreakdown>& memory,
                                    const SimulationResult& result,
                                    ReportDetail detail = ReportDetail::Full);
+// Writes report_json's report to `path` (write_output), a full report's ranks and links one
+// at a time: a run of 65,536 GPUs reports some 850,000 links, a 230 MB file whose tree would
+// take a gigabyte.
+void write_report(const std::string& path, const platforms::PlatformConfig& platform, const workloads::Job& job,
+                  const std::vector<workloads::MemoryBreakdown>& memory, const SimulationResult& result,
+                  ReportDetail detail);
 void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
                    const workloads::Job& job,
                    const std::vector<workloads::MemoryBreakdown>& memory,

@@ -111,6 +111,23 @@ TEST(Cli, ASummaryReportIsTheFullOneWithoutRanksAndLinks) {
   expect_bad_input("run --layers 2 --report-detail some", "--report-detail: 'some' is not full or summary");
 }
 
+// A full report's ranks and links are written one at a time (write_report), byte for byte as
+// the whole tree dumps: the file is its own tree dumped again. With two nodes, the ranks and
+// every kind of link; analytic fidelity, whose links are none, keeps its empty list.
+TEST(Cli, AFullReportWrittenPieceByPieceIsItsTreeDumped) {
+  for (const std::string fidelity : {"flow", "packet", "analytic"}) {
+    const std::string path = temp_dir() + "/pieces-" + fidelity + ".json";
+    const Result r = tessera("run -q --platform dgx-h100 --nodes 2 --layers 2 --pp 2 --tp 2 --dp 4 --global-batch 8 "
+                             "--fidelity " + fidelity + " --report " + path);
+    ASSERT_EQ(r.status, 0) << r.err;
+    const std::string text = read_file(path);
+    const auto j = nlohmann::ordered_json::parse(text);
+    EXPECT_EQ(j["ranks"].size(), 16u) << fidelity;
+    if (fidelity != "analytic") EXPECT_GT(j["links"].size(), 16u) << fidelity;
+    EXPECT_EQ(j.dump(1) + "\n", text) << fidelity;
+  }
+}
+
 TEST(Cli, TraceHasATrackPerGpuStreamAndLinkCounters) {
   const std::string t = temp_dir() + "/trace.json";
   ASSERT_EQ(tessera("run --layers 2 --trace " + t).status, 0);
