@@ -33,7 +33,6 @@ fs::path folder_of(const std::string& path) {
   return folder.empty() ? fs::path(".") : folder;
 }
 
-// Writes all of `text` to an open descriptor and closes it; the error number, or 0.
 // Writes all of `text` to `fd`, which stays open: 0, or the error.
 int write_text(int fd, const std::string& text) {
   size_t done = 0;
@@ -46,6 +45,7 @@ int write_text(int fd, const std::string& text) {
   return 0;
 }
 
+// Writes all of `text` to an open descriptor and closes it; the error number, or 0.
 int write_all(int fd, const std::string& text) {
   const int error = write_text(fd, text);
   if (error != 0) {

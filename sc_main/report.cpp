@@ -135,8 +135,8 @@ size_t put_array(const std::string& text, size_t from, const std::string& key, c
   const std::string empty = "\n \"" + key + "\": []";
   const size_t at = text.find(empty, from);
   if (at == std::string::npos) throw std::logic_error("report: no " + key + " to fill");
-  const size_t open = at + empty.size() - 1;  // the closing bracket
-  put(text.substr(from, open - from));
+  const size_t bracket = at + empty.size() - 1;  // the closing one
+  put(text.substr(from, bracket - from));
   if (!items.empty()) {
     put("\n");
     std::string piece;
@@ -151,7 +151,7 @@ size_t put_array(const std::string& text, size_t from, const std::string& key, c
     }
     put("\n ");
   }
-  return open;
+  return bracket;
 }
 
 // The RTL blocks of a run, by block: how many ports, cycles evaluated, decisions.
