@@ -395,7 +395,7 @@ std::vector<bool> Routing::links_that_cannot_fill(bool in_network_reduction) con
   // What a source puts on a link, the largest share toward any key (`toward`: disjoint groups
   // of keys with the share of each): the senders' bound takes it `senders` times, the
   // receivers' keeps the largest toward each group.
-  auto take = [&](double senders) {
+  auto into_bounds = [&](double senders) {
     return [&, senders](uint32_t l, const std::vector<std::pair<uint32_t, double>>& toward) {
       double most = 0.0;
       for (const auto& [group, share] : toward) {
@@ -414,19 +414,21 @@ std::vector<bool> Routing::links_that_cannot_fill(bool in_network_reduction) con
       for (uint32_t k = 0; k < keys_; ++k)
         if (k != own) others.push_back(k);
       const uint32_t everyone_else = groups.group(others), itself = groups.group({own});
-      spreads.spread(s.first, everyone_else, shares, &lineages);
-      spreads.spread_to_own_key(s.first, itself, shares);
+      auto spread_source = [&](SpreadLineages* handing_over) {
+        spreads.spread(s.first, everyone_else, shares, handing_over);
+        spreads.spread_to_own_key(s.first, itself, shares);
+      };
+      spread_source(&lineages);
       if (!hand_over(lineages, spreads, shares, alone, groups, s.capacity)) {
         shares.forget();
-        spreads.spread(s.first, everyone_else, shares);
-        spreads.spread_to_own_key(s.first, itself, shares);
+        spread_source(nullptr);  // whole
       }
-      shares.settle(groups, take(s.capacity));
+      shares.settle(groups, into_bounds(s.capacity));
     }
     for (uint32_t id = 0; id < lineages.size(); ++id) {
       if (lineages[id].senders == 0.0) continue;
       spreads.spread(lineages[id], shares);
-      shares.settle(groups, take(lineages[id].senders));
+      shares.settle(groups, into_bounds(lineages[id].senders));
     }
   } catch (const std::logic_error&) {
     return {};  // a route that does not end: nothing is proven
