@@ -183,12 +183,12 @@ uint32_t RoutedPaths::tree_hop(uint32_t from, uint32_t port, const protocol::Fab
 }
 
 // The network leg of a transfer between nodes, spread once and kept (a job's transfers between
-// nodes repeat few pairs: its pipeline and data-parallel neighbours); past kMaxLegEntries links
-// kept, legs are spread again each time instead. Where each gateway has its one link to a
-// switch, and the switches differ, the leg is the links between switches, kept once for every
-// gateway on the same switch to every gateway of the same routing key (they spread alike, as
-// Routing::links_that_cannot_fill uses), and the gateways' links are crossed whole (ends.head,
-// ends.tail); else it is every network link, kept per pair of gateways.
+// nodes repeat few pairs: its pipeline and data-parallel neighbours), in pieces (LegPieces);
+// past kMaxLegEntries entries kept, legs are spread again each time instead. Where each
+// gateway has its one link to a switch, and the switches differ, the leg is the links between
+// switches, kept once for every gateway on the same switch to every gateway of the same routing
+// key (they spread alike, as Routing::links_that_cannot_fill uses), and the gateways' links are
+// crossed whole (ends.head, ends.tail); else it is every network link, kept per pair of gateways.
 RoutedPaths::NetworkLeg RoutedPaths::network_leg(Ends& ends) const {
   uint64_t key = uint64_t(ends.from) << 32 | ends.to;
   ends.head = ends.tail = kNoLink;
@@ -201,30 +201,25 @@ RoutedPaths::NetworkLeg RoutedPaths::network_leg(Ends& ends) const {
   }
   if (const NetworkLeg* found = legs_.find(key)) return *found;
   routing_.network_spread(ends.from, ends.to, spread_, scratch_);
-  const bool keep = leg_links_.size() + spread_.size() <= kMaxLegEntries;
-  if (!keep) {
-    leg_links_.resize(kMaxLegEntries);  // the scratch past the kept legs
-    leg_shares_.resize(kMaxLegEntries);
-  }
-  NetworkLeg leg{static_cast<uint32_t>(leg_links_.size()), 0};
+  fresh_links_.clear();
+  fresh_shares_.clear();
   for (const Routing::Share& x : spread_) {
     const uint32_t link = network_link(x.device, x.port);
     if (link == ends.head || link == ends.tail) continue;
-    leg_links_.push_back(link);
-    leg_shares_.push_back(x.share);
+    fresh_links_.push_back(link);
+    fresh_shares_.push_back(x.share);
   }
-  leg.count = static_cast<uint32_t>(leg_links_.size()) - leg.first;
-  if (keep) {
-    leg.id = static_cast<uint32_t>(kept_.size());
-    kept_.push_back(leg);
-    legs_.insert(key, leg);
-  }
+  NetworkLeg leg;
+  if (pieces_.entries() + LegPieces::at_most(fresh_links_.size()) > kMaxLegEntries) return leg;
+  leg.list = pieces_.store(fresh_links_, fresh_shares_);
+  leg.id = static_cast<uint32_t>(kept_.size());
+  kept_.push_back(leg);
+  legs_.insert(key, leg);
   return leg;
 }
 
 models::PathProvider::Leg RoutedPaths::leg(uint32_t id) const {
-  const NetworkLeg& leg = kept_.at(id);
-  return Leg{leg_links_.data() + leg.first, leg_shares_.data() + leg.first, leg.count};
+  return pieces_.view(kept_.at(id).list);
 }
 
 // A node's part of a path, spread over the node's equal-cost ports (Routing::node_spread):
@@ -325,8 +320,12 @@ void RoutedPaths::list_leg(const NetworkLeg& leg, const Ends& ends, std::vector<
     links.push_back(ends.head);
     shares.push_back(1.0);
   }
-  links.insert(links.end(), leg_links_.begin() + leg.first, leg_links_.begin() + leg.first + leg.count);
-  shares.insert(shares.end(), leg_shares_.begin() + leg.first, leg_shares_.begin() + leg.first + leg.count);
+  if (leg.id != kNoLeg) {
+    pieces_.append(leg.list, links, shares);
+  } else {  // the leg just spread
+    links.insert(links.end(), fresh_links_.begin(), fresh_links_.end());
+    shares.insert(shares.end(), fresh_shares_.begin(), fresh_shares_.end());
+  }
   if (ends.tail != kNoLink) {
     links.push_back(ends.tail);
     shares.push_back(1.0);

@@ -13,6 +13,7 @@
 
 #include "models/flow/flow_fabric.h"
 #include "platforms/keyed_table.h"
+#include "platforms/leg_pieces.h"
 #include "platforms/routing.h"
 #include "platforms/topology.h"
 
@@ -105,12 +106,13 @@ class RoutedPaths : public models::PathProvider {
   uint32_t node_devices_ = 0;  // devices per node (template)
   uint32_t switch_ids_ = 0;
   // The network legs spread so far, by pair of gateways or of gateway classes (network_leg):
-  // their links and shares at [first, first + count) of leg_links_ and leg_shares_.
+  // their links and shares in pieces_, or, for the leg just spread and not kept, in
+  // fresh_links_ and fresh_shares_ (the leg spread last).
   struct NetworkLeg {
-    uint32_t first = 0, count = 0;
+    LegPieces::List list;
     uint32_t id = kNoLeg;  // its place in kept_, where it is kept
   };
-  static constexpr size_t kMaxLegEntries = size_t(1) << 24;  // 16 M links kept, 192 MiB
+  static constexpr size_t kMaxLegEntries = size_t(1) << 24;  // at most 16 M pieces' links and legs' pieces
   NetworkLeg network_leg(Ends& ends) const;
   void list_leg(const NetworkLeg& leg, const Ends& ends, std::vector<uint32_t>& links, std::vector<double>& shares) const;
   mutable KeyedTable<NetworkLeg> legs_;
@@ -120,8 +122,9 @@ class RoutedPaths : public models::PathProvider {
     uint32_t out = kNoLink, in = kNoLink, to = 0;
   };
   std::vector<OneLink> one_link_;
-  mutable std::vector<uint32_t> leg_links_;
-  mutable std::vector<double> leg_shares_;
+  mutable LegPieces pieces_;
+  mutable std::vector<uint32_t> fresh_links_;
+  mutable std::vector<double> fresh_shares_;
   mutable std::vector<Routing::Share> spread_;  // scratch of network_leg()
   mutable Routing::SpreadScratch scratch_;
 };

@@ -71,14 +71,14 @@ void FlowFabric::forbid(std::vector<bool> links, std::function<void(uint32_t)> c
   forbidden_.resize(links_.size(), false);
   crossed_ = std::move(crossed);
   for (uint32_t id = 0; id < legs_.size(); ++id) {  // legs made before: whether they cross one
-    if (!legs_[id].ready) continue;
-    const auto [links, shares, count] = paths_.leg(id);
-    legs_[id].forbidden = crosses_forbidden(links, count);
+    if (legs_[id].ready) legs_[id].forbidden = crosses_forbidden(paths_.leg(id));
   }
 }
 
-bool FlowFabric::crosses_forbidden(const uint32_t* links, size_t count) const {
-  return !forbidden_.empty() && std::any_of(links, links + count, [this](uint32_t l) { return forbidden_[l]; });
+bool FlowFabric::crosses_forbidden(const PathProvider::Leg& leg) const {
+  bool crosses = false;
+  if (!forbidden_.empty()) leg.each([&](uint32_t l, double) { crosses = crosses || forbidden_[l]; });
+  return crosses;
 }
 
 void FlowFabric::never_fill(std::vector<bool> links) {
@@ -123,45 +123,27 @@ FlowFabric::LegState& FlowFabric::leg_state(uint32_t id) {
   if (legs_.size() <= id) legs_.resize(size_t(id) + 1);
   LegState& leg = legs_[id];
   if (leg.ready) return leg;
-  const auto [links, shares, count] = paths_.leg(id);
+  const PathProvider::Leg links = paths_.leg(id);
   sc_core::sc_time latency = sc_core::SC_ZERO_TIME;
-  leg.timing_of.resize(count);
-  leg.forbidden = crosses_forbidden(links, count);
-  for (uint32_t i = 0; i < count; ++i) {
-    const LinkState& link = links_.at(links[i]);
-    if (shares[i] == 1.0) latency += link.spec.timing.latency + link.spec.hop_latency;
-    else leg.spread_latency_s += shares[i] * link.latency_s;
-    if (never_fill_.empty() || !never_fill_[links[i]]) {
-      leg.hops.push_back(links[i]);
-      leg.hop_shares.push_back(shares[i]);
+  leg.links = links.count;
+  leg.forbidden = crosses_forbidden(links);
+  links.each([&](uint32_t l, double share) {
+    const LinkState& link = links_.at(l);
+    if (share == 1.0) latency += link.spec.timing.latency + link.spec.hop_latency;
+    else leg.spread_latency_s += share * link.latency_s;
+    if (never_fill_.empty() || !never_fill_[l]) {
+      leg.hops.push_back(l);
+      leg.hop_shares.push_back(share);
     }
-    size_t k = 0;
-    while (k < leg.timings.size() && !leg.timings[k]->same_cost(link.spec.timing)) ++k;
-    if (k == leg.timings.size()) {
-      if (k == 255) throw std::logic_error(std::string(name()) + ": a network leg of more than 255 link timings");
+    if (std::none_of(leg.timings.begin(), leg.timings.end(),
+                     [&](const protocol::LinkTiming* t) { return t->same_cost(link.spec.timing); })) {
       leg.timings.push_back(&link.spec.timing);
       leg.busy.push_back(0);
     }
-    leg.timing_of[i] = static_cast<uint8_t>(k);
-  }
+  });
   leg.latency = latency.value();
   leg.ready = true;
   return leg;
-}
-
-template <class ShareOf>
-double FlowFabric::chunk_ps(const uint32_t* links, size_t count, ShareOf share, uint64_t bytes,
-                            float wire_factor) const {
-  double chunk = 0.0;
-  for (size_t i = 0; i < count; ++i)
-    chunk += share(i) * double(links_[links[i]].spec.timing.serialization_ps(bytes, wire_factor));
-  return chunk;
-}
-
-double FlowFabric::header_bytes(const uint32_t* links, size_t count) const {
-  double size = 0.0;
-  for (size_t i = 0; i < count; ++i) size = std::max(size, links_.at(links[i]).spec.timing.wire_bytes(0));
-  return size;
 }
 
 sc_dt::uint64 FlowFabric::busy_share(sc_dt::uint64 busy, double share) {
@@ -203,12 +185,11 @@ FlowFabric::PathLatency FlowFabric::hops(const protocol::FabricTransfer& t, doub
     const LegState& leg = leg_state(leg_id);
     latency.whole += sc_core::sc_time::from_value(leg.latency);
     latency.spread_s += leg.spread_latency_s;
-    if (leg.forbidden) {
-      const auto [links, shares, count] = paths_.leg(leg_id);
-      for (uint32_t i = 0; i < count; ++i)
-        if (forbidden_[links[i]]) crossed_(links[i]);
-    }
-    left_out |= leg.hops.size() < leg.timing_of.size();
+    if (leg.forbidden)
+      paths_.leg(leg_id).each([&](uint32_t l, double) {
+        if (forbidden_[l]) crossed_(l);
+      });
+    left_out |= leg.hops.size() < leg.links;
     for (size_t i = 0; i < leg.hops.size(); ++i) hop(leg.hops[i], leg.hop_shares[i]);
   }
   if (left_out && hop_links_.empty())
@@ -227,13 +208,14 @@ sc_dt::uint64 FlowFabric::earliest_arrival(const protocol::FabricTransfer& t, co
   if (t.steps <= 1 && !((via_switch || t.stored_and_forwarded) && t.step_chunk_bytes > 0)) return f.since;
   // Per step: the chunk it forwards, stored and forwarded on every link of the path (as packet
   // fidelity's ports do), the path's latency and the handshake.
-  double chunk = chunk_ps(
-      path_.data(), path_.size(), [this](size_t i) { return PathProvider::share(shares_, i); }, t.step_chunk_bytes,
-      t.wire_factor);
+  double chunk = 0.0;
+  for (size_t i = 0; i < path_.size(); ++i)
+    chunk += chunk_ps(path_[i], PathProvider::share(shares_, i), t.step_chunk_bytes, t.wire_factor);
   if (f.leg != PathProvider::kNoLeg) {
-    const auto [links, shares, count] = paths_.leg(f.leg);
-    chunk += chunk_ps(links, count, [shares = shares](size_t i) { return shares[i]; }, t.step_chunk_bytes,
-                      t.wire_factor);
+    double on_leg = 0.0;
+    paths_.leg(f.leg).each(
+        [&](uint32_t l, double share) { on_leg += chunk_ps(l, share, t.step_chunk_bytes, t.wire_factor); });
+    chunk += on_leg;
   }
   const sc_dt::uint64 step = f.latency + t.step_latency + static_cast<sc_dt::uint64>(std::llround(chunk));
   return f.since + step * t.steps - t.step_latency;
@@ -244,11 +226,10 @@ void FlowFabric::start(tlm::tlm_generic_payload& gp, PacketSource& source, uint3
   const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
   double size = double(t.bytes);
   if (t.bytes == 0) {  // a header-only transfer: its size is its largest wire footprint
-    size = header_bytes(path_.data(), path_.size());
-    if (leg_id != PathProvider::kNoLeg) {
-      const auto [links, shares, count] = paths_.leg(leg_id);
-      size = std::max(size, header_bytes(links, count));
-    }
+    size = 0.0;
+    for (uint32_t l : path_) size = std::max(size, header_bytes(l));
+    if (leg_id != PathProvider::kNoLeg)
+      paths_.leg(leg_id).each([&](uint32_t l, double) { size = std::max(size, header_bytes(l)); });
   }
   const PathLatency latency = hops(t, size, leg_id);
   const uint32_t id = share_.add(hop_links_.data(), hop_weights_.data(), hop_links_.size(), t.rate_cap);
@@ -378,14 +359,13 @@ void FlowFabric::fold_legs() const {
   std::sort(legs_unfolded_.begin(), legs_unfolded_.end());
   for (uint32_t id : legs_unfolded_) {
     LegState& leg = legs_[id];
-    const auto [links, shares, count] = paths_.leg(id);
-    for (uint32_t i = 0; i < count; ++i) {
-      LinkState& link = links_[links[i]];
-      const sc_dt::uint64 busy = leg.busy[leg.timing_of[i]];
-      link.bytes += shares[i] * leg.bytes;
-      link.chunks += shares[i] * leg.chunks;
-      link.busy += busy_share(busy, shares[i]);
-    }
+    paths_.leg(id).each([&](uint32_t l, double share) {
+      LinkState& link = links_[l];
+      const sc_dt::uint64 busy = leg.busy[leg.timing_of(link)];
+      link.bytes += share * leg.bytes;
+      link.chunks += share * leg.chunks;
+      link.busy += busy_share(busy, share);
+    });
     leg.bytes = leg.chunks = 0.0;
     std::fill(leg.busy.begin(), leg.busy.end(), 0);
   }

@@ -92,12 +92,24 @@ class PathProvider {
     path(t, links, shares);
     return kNoLeg;
   }
-  // Leg `id`'s links and their shares, `count` of each; valid until the next call of path() or
-  // path_with_leg().
+  // Leg `id`'s links and their shares, in pieces (a provider may store a run of links that
+  // many legs cross once): piece p's are [first, first + count) of `links` and `shares`; `count`
+  // links in all. Valid until the next call of path() or path_with_leg().
   struct Leg {
+    struct Piece {
+      uint32_t first = 0, count = 0;
+    };
     const uint32_t* links = nullptr;
     const double* shares = nullptr;
+    const Piece* pieces = nullptr;
+    uint32_t piece_count = 0;
     uint32_t count = 0;
+    // Calls visit(link, share) for each link, in order.
+    template <typename Visit>
+    void each(Visit&& visit) const {
+      for (const Piece* p = pieces; p != pieces + piece_count; ++p)
+        for (uint32_t i = p->first; i < p->first + p->count; ++i) visit(links[i], shares[i]);
+    }
   };
   virtual Leg leg(uint32_t id) const;
   static constexpr uint32_t kNoLeg = ~0u;
@@ -200,7 +212,13 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
     double bytes = 0.0, chunks = 0.0;
     std::vector<const protocol::LinkTiming*> timings;
     std::vector<sc_dt::uint64> busy;  // by timing
-    std::vector<uint8_t> timing_of;   // by link of the leg: its index in timings
+    uint32_t links = 0;               // of the leg in all
+    // The index in `timings` of a link of the leg.
+    size_t timing_of(const LinkState& link) const {
+      size_t k = 0;
+      while (!timings[k]->same_cost(link.spec.timing)) ++k;
+      return k;
+    }
   };
   struct Flow {               // by allocator flow id
     tlm::tlm_generic_payload* gp = nullptr;
@@ -238,14 +256,15 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   PathLatency hops(const protocol::FabricTransfer& t, double size, uint32_t leg);
   sc_dt::uint64 earliest_arrival(const protocol::FabricTransfer& t, const Flow& f, bool via_switch) const;
   LegState& leg_state(uint32_t leg);
-  // Whether any of the `count` links listed is forbidden.
-  bool crosses_forbidden(const uint32_t* links, size_t count) const;
-  // The serialization of `bytes` over the `count` links listed, each weighted by its share
-  // (`share(i)`, the i-th link's), in ps: a chunk stored and forwarded on every link.
-  template <class ShareOf>
-  double chunk_ps(const uint32_t* links, size_t count, ShareOf share, uint64_t bytes, float wire_factor) const;
-  // The largest wire footprint of a header-only transfer on the `count` links listed.
-  double header_bytes(const uint32_t* links, size_t count) const;
+  // Whether any of the leg's links is forbidden.
+  bool crosses_forbidden(const PathProvider::Leg& leg) const;
+  // The serialization of `bytes` over `link`, weighted by `share` (of a chunk stored and
+  // forwarded on every link of a path), in ps.
+  double chunk_ps(uint32_t link, double share, uint64_t bytes, float wire_factor) const {
+    return share * double(links_[link].spec.timing.serialization_ps(bytes, wire_factor));
+  }
+  // The wire footprint of a header-only transfer on `link`.
+  double header_bytes(uint32_t link) const { return links_.at(link).spec.timing.wire_bytes(0); }
   // A flow's part of busy time `busy` on a link it puts `share` of its bytes on (rounded).
   static sc_dt::uint64 busy_share(sc_dt::uint64 busy, double share);
   void leg_carried(uint32_t leg, uint64_t bytes, float wire_factor);
