@@ -60,8 +60,8 @@ FlowFabric::FlowFabric(sc_core::sc_module_name name, const PathProvider& paths, 
     if (!(bandwidth > 0.0))
       throw std::invalid_argument(std::string(this->name()) + ": link " + std::to_string(id) +
                                   " has bandwidth " + std::to_string(bandwidth) + " bytes/s");
-    share_.add_link(bandwidth);
   }
+  share_link_.assign(count, kNone);
   protocol::spawn_method("update", &wake_, [this] { update(); });
   protocol::spawn_method("deliver", &arrival_, [this] { deliver(); });
 }
@@ -167,7 +167,9 @@ FlowFabric::PathLatency FlowFabric::hops(const protocol::FabricTransfer& t, doub
       wire = timing.wire_bytes(t.bytes) * t.wire_factor;
     }
     if (size == 0.0 || wire == 0.0) return;  // costs this link nothing
-    hop_links_.push_back(l);
+    uint32_t& id = share_link_[l];
+    if (id == kNone) id = share_.add_link(links_[l].spec.timing.bandwidth_bytes_per_s);
+    hop_links_.push_back(id);
     hop_weights_.push_back(share * wire / size);
   };
   for (size_t i = 0; i < path_.size(); ++i) {

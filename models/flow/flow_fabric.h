@@ -31,7 +31,10 @@
 // dozens of equal-cost links, is named by the provider (path_with_leg) and kept once here
 // (LegState): its latency, the links of it the allocator sees, and its finished flows' figures,
 // added to its links' counters when they are read. Links the platform proves can never fill
-// (never_fill) are left out of the allocator: the rates are the same without them.
+// (never_fill) are left out of the allocator: the rates are the same without them. The allocator
+// holds a link from the first flow that crosses it on (ids in that order): a large platform's
+// links inside quiet nodes and between switches never reach it, and the links of one flow sit
+// side by side in its arrays.
 //
 // Wiring, done by the platform builder:
 //   FlowFabric fabric("fabric", provider);    // provider outlives the fabric
@@ -336,6 +339,8 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   std::vector<uint32_t> path_;       // scratch: the path of the flow being injected
   std::vector<double> shares_;       // and its shares (PathProvider::path); start() empties it
   std::vector<uint32_t> hop_links_;  // scratch: what the allocator sees of it
+  // By link: its id in the allocator, given when a flow first crosses it (kNone before).
+  std::vector<uint32_t> share_link_;
   std::vector<double> hop_weights_;
   std::vector<uint32_t> image_path_;  // scratch: an echo's image's path and shares
   std::vector<double> image_shares_;
