@@ -7,6 +7,8 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "platforms/keyed_table.h"
+
 namespace tessera::platforms {
 
 namespace {
@@ -241,9 +243,15 @@ struct Routing::NetworkColumns {
   std::vector<std::vector<uint32_t>> key_switches;  // per key: the switches its gateways hang off
   std::vector<uint32_t> multi_uplink;               // gateways with several uplinks
   std::vector<KeyColumn> columns;  // per key, built on first use
-  // Scratch of a column's build: the list each device got last (a list equal to it is shared),
-  // distances, their frontier, a device's choices and list.
-  std::vector<uint32_t> last, next, dist;
+  // Lists given to devices, by the hash of the device and its ports: a device given a list equal
+  // to one it was given before shares it.
+  KeyedTable<uint32_t> list_of;
+  // Column blocks (Routing::kColumnBlock lists each, one block after the other), found by hash.
+  std::vector<uint32_t> blocks;
+  KeyedTable<uint32_t> block_of;
+  // Scratch of a column's build: its lists per switch, distances, their frontier, a device's
+  // choices and list.
+  std::vector<uint32_t> column, next, dist;
   Frontier frontier;
   std::vector<std::pair<uint16_t, double>> choices;
   std::vector<uint16_t> list;
@@ -303,7 +311,6 @@ void Routing::build_network_tables() {
       n.multi_uplink.push_back(d);
     }
   n.columns.resize(keys_);
-  n.last.assign(devices, PortLists::kNone);
 }
 
 // Every key's switches reach the switches of every key holding gateways of the same index
@@ -362,6 +369,38 @@ void Routing::check_connected() {
 // next hops toward it, those of equal least cost weighted by bandwidth. Built on the first
 // route toward the key: a run routes toward few of the keys of a large network (with symmetry,
 // those of the GPUs it simulates), and the columns of all of them cost keys x links.
+// Cuts a column's lists into blocks, each block stored once.
+void Routing::store_blocks(NetworkColumns& n, KeyColumn& c) {
+  constexpr uint32_t kBlock = kColumnBlock;
+  n.column.resize((n.column.size() + kBlock - 1) / kBlock * kBlock, PortLists::kNone);
+  c.switch_blocks.clear();
+  for (size_t first = 0; first < n.column.size(); first += kBlock) {
+    const auto begin = n.column.begin() + first, end = begin + kBlock;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (auto it = begin; it != end; ++it) h = (h ^ *it) * 0x100000001b3ull;
+    const uint32_t* found = n.block_of.find(h);
+    if (found && std::equal(begin, end, n.blocks.begin() + size_t(*found) * kBlock)) {
+      c.switch_blocks.push_back(*found);
+      continue;
+    }
+    const uint32_t id = static_cast<uint32_t>(n.blocks.size() / kBlock);
+    n.blocks.insert(n.blocks.end(), begin, end);
+    if (!found) n.block_of.insert(h, id);  // (a different block of the same hash: not shared)
+    c.switch_blocks.push_back(id);
+  }
+}
+
+size_t Routing::column_entries() const {
+  if (!network_) return 0;
+  size_t entries = network_->blocks.size();
+  for (const KeyColumn& c : network_->columns) entries += c.switch_blocks.size();
+  return entries;
+}
+
+uint32_t Routing::switch_entry(const KeyColumn& c, uint32_t s) const {
+  return network_->blocks[size_t(c.switch_blocks[s / kColumnBlock]) * kColumnBlock + s % kColumnBlock];
+}
+
 const Routing::KeyColumn& Routing::column(uint32_t k) const {
   NetworkColumns& n = *network_;
   KeyColumn& c = n.columns[k];
@@ -370,19 +409,22 @@ const Routing::KeyColumn& Routing::column(uint32_t k) const {
   const uint32_t gws = topology_.network.gateways;
   const Adjacency& g = n.g;
   const uint32_t devices = static_cast<uint32_t>(g.begin.size() - 1);
-  auto add_list = [&](uint32_t device) {  // a list equal to the one the same device got last is shared
-    const uint32_t previous = n.last[device];
-    if (previous != PortLists::kNone && net_lists_.size(previous) == n.list.size() &&
-        std::equal(n.list.begin(), n.list.end(), net_lists_.ports.begin() + net_lists_.begin[previous]))
-      return previous;
+  auto add_list = [&](uint32_t device) {  // a list equal to one the same device got is shared
+    if (n.list.empty()) return PortLists::kNone;
+    uint64_t h = (0xcbf29ce484222325ull ^ device) * 0x100000001b3ull;
+    for (uint16_t p : n.list) h = (h ^ p) * 0x100000001b3ull;
+    const uint32_t* given = n.list_of.find(h);
+    if (given && net_lists_.size(*given) == n.list.size() &&
+        std::equal(n.list.begin(), n.list.end(), net_lists_.ports.begin() + net_lists_.begin[*given]))
+      return *given;
     n.next.clear();
     for (uint16_t p : n.list) n.next.push_back(g.neighbor(device, p));
     const uint32_t added = net_lists_.add(n.list, n.next);
-    if (added != PortLists::kNone) n.last[device] = added;
+    if (!given) n.list_of.insert(h, added);  // (a different list of the same hash: not shared)
     return added;
   };
   distances(g, n.key_switches[k], [&](uint32_t d) { return d >= gws; }, n.dist, n.frontier);
-  c.switches.assign(devices - gws, PortLists::kNone);
+  n.column.assign(devices - gws, PortLists::kNone);
   // Of the hops the network's rule allows (all, on most networks), the shortest.
   const RouteRule rule{topology_.network, g};
   const bool ruled = rule.any() && n.key_switches[k].size() == 1;
@@ -402,8 +444,9 @@ const Routing::KeyColumn& Routing::column(uint32_t k) const {
       if (allowed(x, g.peer[i]) && n.dist[g.peer[i]] + g.cost[i] == best)
         n.choices.emplace_back(static_cast<uint16_t>(i - g.begin[x]), g.bandwidth[i]);
     weighted(n.choices, n.list);
-    c.switches[x - gws] = add_list(x);
+    n.column[x - gws] = add_list(x);
   }
+  store_blocks(n, c);
   c.uplinks.assign(n.multi_uplink.size(), PortLists::kNone);
   for (size_t row = 0; row < n.multi_uplink.size(); ++row) {
     const uint32_t d = n.multi_uplink[row];
@@ -569,7 +612,7 @@ uint32_t Routing::switch_list_or_none(uint32_t device, uint32_t destination) con
   const auto& direct = direct_[device - net.gateways];
   auto it = std::lower_bound(direct.begin(), direct.end(), std::make_pair(destination, 0u));
   if (it != direct.end() && it->first == destination) return it->second;
-  return column(key_of_[destination]).switches[device - net.gateways];
+  return switch_entry(column(key_of_[destination]), device - net.gateways);
 }
 
 uint32_t Routing::switch_list(uint32_t device, uint32_t destination) const {

@@ -576,6 +576,26 @@ TEST(Routes, EveryPairOfGatewaysGetsItsOwnSpread) {
   }
 }
 
+// Toward most keys a switch takes the same list (its uplinks): the columns toward every key of
+// a three-tier tree hold a fraction of keys x switches (what they route: the tests above).
+TEST(Routes, TheColumnsTowardEveryKeyShareTheirBlocks) {
+  const PlatformConfig c = single_gpu_nodes(4096, Topology::FatTree, 32, 1.0, 3);
+  const PlatformGraph g = generate_topology(c);
+  const Routing routing(g);
+  const uint32_t gws = g.network.gateways, switches = g.network.switches();
+  std::vector<uint32_t> gateway_of(routing.keys(), ~0u);
+  for (uint32_t gw = 0; gw < gws; ++gw) gateway_of[routing.destination_key(gw)] = gw;
+  std::vector<Routing::Share> spread;
+  Routing::SpreadScratch scratch;
+  for (uint32_t k = 0; k < routing.keys(); ++k) {  // a spread toward each key builds its column
+    const uint32_t from = gateway_of[(k + routing.keys() / 2) % routing.keys()];
+    routing.network_spread(from, gateway_of[k], spread, scratch);
+    EXPECT_GE(spread.size(), 2u);
+  }
+  EXPECT_GT(routing.keys(), 100u);
+  EXPECT_LT(routing.column_entries(), size_t(routing.keys()) * switches / 3);  // 23% here
+}
+
 TEST(Routes, ASwitchIslandIsUnroutableAndNamesTheLinks) {
   // What the loader rejects (tests/platforms/bad/disconnected_links.yaml) the router rejects
   // too, for a configuration built past the loader: two leaves that nothing joins.
