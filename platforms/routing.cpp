@@ -249,6 +249,7 @@ struct Routing::NetworkColumns {
   // Column blocks (Routing::kColumnBlock lists each, one block after the other), found by hash.
   std::vector<uint32_t> blocks;
   KeyedTable<uint32_t> block_of;
+  std::vector<uint32_t> last;  // by device: the list it was given last
   // Scratch of a column's build: its lists per switch, distances, their frontier, a device's
   // choices and list.
   std::vector<uint32_t> column, next, dist;
@@ -269,6 +270,7 @@ void Routing::build_network_tables() {
   NetworkColumns& n = *network_;
   const Adjacency& g = n.g;
   const uint32_t devices = static_cast<uint32_t>(graph.devices.size());
+  n.last.assign(devices, PortLists::kNone);
 
   // Gateways hanging off the same set of switches share one table column (a key).
   std::map<std::vector<uint32_t>, uint32_t> keys;
@@ -409,19 +411,22 @@ const Routing::KeyColumn& Routing::column(uint32_t k) const {
   const uint32_t gws = topology_.network.gateways;
   const Adjacency& g = n.g;
   const uint32_t devices = static_cast<uint32_t>(g.begin.size() - 1);
+  auto same = [&](uint32_t list) {
+    return list != PortLists::kNone && net_lists_.size(list) == n.list.size() &&
+           std::equal(n.list.begin(), n.list.end(), net_lists_.ports.begin() + net_lists_.begin[list]);
+  };
   auto add_list = [&](uint32_t device) {  // a list equal to one the same device got is shared
     if (n.list.empty()) return PortLists::kNone;
+    if (same(n.last[device])) return n.last[device];  // (mostly: the one it got last)
     uint64_t h = (0xcbf29ce484222325ull ^ device) * 0x100000001b3ull;
     for (uint16_t p : n.list) h = (h ^ p) * 0x100000001b3ull;
     const uint32_t* given = n.list_of.find(h);
-    if (given && net_lists_.size(*given) == n.list.size() &&
-        std::equal(n.list.begin(), n.list.end(), net_lists_.ports.begin() + net_lists_.begin[*given]))
-      return *given;
+    if (given && same(*given)) return n.last[device] = *given;
     n.next.clear();
     for (uint16_t p : n.list) n.next.push_back(g.neighbor(device, p));
     const uint32_t added = net_lists_.add(n.list, n.next);
     if (!given) n.list_of.insert(h, added);  // (a different list of the same hash: not shared)
-    return added;
+    return n.last[device] = added;
   };
   distances(g, n.key_switches[k], [&](uint32_t d) { return d >= gws; }, n.dist, n.frontier);
   n.column.assign(devices - gws, PortLists::kNone);
