@@ -367,10 +367,6 @@ void Routing::check_connected() {
   }
 }
 
-// Key k's column: a search from its switches, then each switch's (and multi-uplink gateway's)
-// next hops toward it, those of equal least cost weighted by bandwidth. Built on the first
-// route toward the key: a run routes toward few of the keys of a large network (with symmetry,
-// those of the GPUs it simulates), and the columns of all of them cost keys x links.
 // Cuts a column's lists into blocks, each block stored once.
 void Routing::store_blocks(NetworkColumns& n, KeyColumn& c) {
   constexpr uint32_t kBlock = kColumnBlock;
@@ -403,6 +399,10 @@ uint32_t Routing::switch_entry(const KeyColumn& c, uint32_t s) const {
   return network_->blocks[size_t(c.switch_blocks[s / kColumnBlock]) * kColumnBlock + s % kColumnBlock];
 }
 
+// Key k's column: a search from its switches, then each switch's (and multi-uplink gateway's)
+// next hops toward it, those of equal least cost weighted by bandwidth. Built on the first
+// route toward the key: a run routes toward few of the keys of a large network (with symmetry,
+// those of the GPUs it simulates), and the columns of all of them cost keys x links.
 const Routing::KeyColumn& Routing::column(uint32_t k) const {
   NetworkColumns& n = *network_;
   KeyColumn& c = n.columns[k];
