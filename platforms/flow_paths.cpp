@@ -6,8 +6,8 @@
 namespace tessera::platforms {
 
 RoutedPaths::RoutedPaths(const PlatformGraph& topology, const Routing& routing,
-                         sc_core::sc_time nic_message_overhead)
-    : topology_(topology), routing_(routing), nic_overhead_(nic_message_overhead) {
+                         sc_core::sc_time nic_message_overhead, size_t max_leg_entries)
+    : topology_(topology), routing_(routing), nic_overhead_(nic_message_overhead), max_leg_entries_(max_leg_entries) {
   node_links_ = static_cast<uint32_t>(topology_.node.graph.links.size());
   const uint64_t count = 2 * (uint64_t(topology_.nodes) * node_links_ + topology_.network.graph.links.size());
   if (count >= 0xffffffffu) throw std::invalid_argument("the platform has too many links for flow fidelity");
@@ -184,7 +184,7 @@ uint32_t RoutedPaths::tree_hop(uint32_t from, uint32_t port, const protocol::Fab
 
 // The network leg of a transfer between nodes, spread once and kept (a job's transfers between
 // nodes repeat few pairs: its pipeline and data-parallel neighbours), in pieces (LegPieces);
-// past kMaxLegEntries entries kept, legs are spread again each time instead. Where each
+// past max_leg_entries_ entries kept, legs are spread again each time instead. Where each
 // gateway has its one link to a switch, and the switches differ, the leg is the links between
 // switches, kept once for every gateway on the same switch to every gateway of the same routing
 // key (they spread alike, as Routing::links_that_cannot_fill uses), and the gateways' links are
@@ -210,7 +210,7 @@ RoutedPaths::NetworkLeg RoutedPaths::network_leg(Ends& ends) const {
     fresh_shares_.push_back(x.share);
   }
   NetworkLeg leg;
-  if (pieces_.entries() + LegPieces::at_most(fresh_links_.size()) > kMaxLegEntries) return leg;
+  if (pieces_.entries() + LegPieces::at_most(fresh_links_.size()) > max_leg_entries_) return leg;
   leg.list = pieces_.store(fresh_links_, fresh_shares_);
   leg.id = static_cast<uint32_t>(kept_.size());
   kept_.push_back(leg);

@@ -23,8 +23,11 @@ class RoutedPaths : public models::PathProvider {
  public:
   // `nic_message_overhead`: the NIC's work-request processing, charged once per flow that
   // leaves a node (packet mode charges it per chunk on the NIC's network port).
+  // `max_leg_entries`: what the kept network legs may hold at most (LegPieces::entries); past
+  // it, legs are spread again for each transfer.
+  static constexpr size_t kMaxLegEntries = size_t(1) << 24;  // 16 M: 192 MiB of links and shares
   RoutedPaths(const PlatformGraph& topology, const Routing& routing,
-              sc_core::sc_time nic_message_overhead);
+              sc_core::sc_time nic_message_overhead, size_t max_leg_entries = kMaxLegEntries);
 
   uint32_t links() const override { return links_; }
   models::FlowLink link(uint32_t id) const override;
@@ -112,7 +115,7 @@ class RoutedPaths : public models::PathProvider {
     LegPieces::List list;
     uint32_t id = kNoLeg;  // its place in kept_, where it is kept
   };
-  static constexpr size_t kMaxLegEntries = size_t(1) << 24;  // at most 16 M pieces' links and legs' pieces
+  size_t max_leg_entries_;
   NetworkLeg network_leg(Ends& ends) const;
   void list_leg(const NetworkLeg& leg, const Ends& ends, std::vector<uint32_t>& links, std::vector<double>& shares) const;
   mutable KeyedTable<NetworkLeg> legs_;

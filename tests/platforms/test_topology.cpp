@@ -525,6 +525,42 @@ TEST(Routes, AFlowSpreadsOverTheNetworkAsItsChunksDo) {
   EXPECT_NEAR(total, 6.0, 1e-9);  // leaf, aggregation, core, aggregation, leaf: and the NIC's uplink
 }
 
+// Past what the kept legs may hold, a leg is spread again for each transfer and listed with the
+// path: the same links and shares as a kept one.
+TEST(Routes, LegsPastTheStoreLimitAreSpreadAgainAlike) {
+  const PlatformConfig c = single_gpu_nodes(64, Topology::FatTree, 8, 1.0, 3);
+  const PlatformGraph g = generate_topology(c);
+  const Routing routing(g);
+  const RoutedPaths kept(g, routing, sc_core::SC_ZERO_TIME);
+  const RoutedPaths limited(g, routing, sc_core::SC_ZERO_TIME, 300);
+  auto listed = [](const RoutedPaths& paths, const protocol::FabricTransfer& t, bool& named) {
+    std::vector<uint32_t> links;
+    std::vector<double> shares;
+    const uint32_t leg = paths.path_with_leg(t, links, shares);
+    std::map<uint32_t, double> out;
+    for (size_t i = 0; i < links.size(); ++i) out[links[i]] += models::PathProvider::share(shares, i);
+    named = leg != models::PathProvider::kNoLeg;
+    if (named) paths.leg(leg).each([&](uint32_t l, double share) { out[l] += share; });
+    return out;
+  };
+  size_t named = 0, spread_again = 0;
+  for (uint32_t s = 0; s < 64; s += 3)
+    for (uint32_t d = 0; d < 64; ++d) {
+      if (s == d) continue;
+      protocol::FabricTransfer t;
+      t.source = s;
+      t.destination = d;
+      bool a = false, b = false;
+      const std::map<uint32_t, double> whole = listed(kept, t, a), again = listed(limited, t, b);
+      ASSERT_EQ(whole.size(), again.size()) << s << " -> " << d;
+      for (const auto& [l, share] : whole) EXPECT_DOUBLE_EQ(again.at(l), share) << s << " -> " << d;
+      EXPECT_TRUE(a);
+      (b ? named : spread_again) += 1;
+    }
+  EXPECT_GT(named, 0u);
+  EXPECT_GT(spread_again, 100u);
+}
+
 // RoutedPaths keeps one leg for every gateway on a switch to every gateway of a routing key
 // (the links between switches; the gateways' links whole): every pair of gateways of a
 // three-tier tree and of a rail-optimized network still gets its own spread, link by link.
