@@ -2,14 +2,17 @@
 
 #include <algorithm>
 
+#include "platforms/keyed_table.h"
+
 namespace tessera::platforms {
 
 namespace {
 
 uint64_t hash_of(const std::vector<uint32_t>& values) {
-  uint64_t h = 0xcbf29ce484222325ull ^ values.size();
-  for (uint32_t v : values) h = (h ^ v) * 0x100000001b3ull;
-  return h;
+  ContentHash h;
+  h.add(uint64_t(values.size()));
+  for (uint32_t v : values) h.add(uint64_t(v));
+  return h.value;
 }
 
 // The place of `values` in `stored`, added there on first sight (`added`), found by its hash.

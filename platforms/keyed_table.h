@@ -6,11 +6,28 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <utility>
 #include <vector>
 
 namespace tessera::platforms {
+
+// A key for content stored once and found again by it (FNV-1a over whole values): network legs'
+// pieces, routing columns' blocks and lists, groups of keys. Equal content, equal key; a hit
+// is checked against the content.
+struct ContentHash {
+  uint64_t value = 0xcbf29ce484222325ull;
+  ContentHash& add(uint64_t v) {
+    value = (value ^ v) * 0x100000001b3ull;
+    return *this;
+  }
+  ContentHash& add(double v) {  // by its bits
+    uint64_t bits = 0;
+    std::memcpy(&bits, &v, sizeof bits);
+    return add(bits);
+  }
+};
 
 template <typename Value>
 class KeyedTable {

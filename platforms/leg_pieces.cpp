@@ -1,7 +1,6 @@
 #include "platforms/leg_pieces.h"
 
 #include <algorithm>
-#include <cstring>
 #include <stdexcept>
 
 namespace tessera::platforms {
@@ -14,14 +13,9 @@ constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
 bool cut_before(uint32_t link) { return ((uint64_t(link) + 1) * kGolden) >> 60 == 0; }
 
 uint64_t hash_of(const uint32_t* links, const double* shares, uint32_t count) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (uint32_t i = 0; i < count; ++i) {
-    uint64_t bits = 0;
-    std::memcpy(&bits, &shares[i], sizeof bits);
-    h = (h ^ links[i]) * 0x100000001b3ull;
-    h = (h ^ bits) * 0x100000001b3ull;
-  }
-  return h;
+  ContentHash h;
+  for (uint32_t i = 0; i < count; ++i) h.add(uint64_t(links[i])).add(shares[i]);
+  return h.value;
 }
 
 }  // namespace

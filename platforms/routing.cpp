@@ -374,16 +374,16 @@ void Routing::store_blocks(NetworkColumns& n, KeyColumn& c) {
   c.switch_blocks.clear();
   for (size_t first = 0; first < n.column.size(); first += kBlock) {
     const auto begin = n.column.begin() + first, end = begin + kBlock;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (auto it = begin; it != end; ++it) h = (h ^ *it) * 0x100000001b3ull;
-    const uint32_t* found = n.block_of.find(h);
+    ContentHash h;
+    for (auto it = begin; it != end; ++it) h.add(uint64_t(*it));
+    const uint32_t* found = n.block_of.find(h.value);
     if (found && std::equal(begin, end, n.blocks.begin() + size_t(*found) * kBlock)) {
       c.switch_blocks.push_back(*found);
       continue;
     }
     const uint32_t id = static_cast<uint32_t>(n.blocks.size() / kBlock);
     n.blocks.insert(n.blocks.end(), begin, end);
-    if (!found) n.block_of.insert(h, id);  // (a different block of the same hash: not shared)
+    if (!found) n.block_of.insert(h.value, id);  // (a different block of the same hash: not shared)
     c.switch_blocks.push_back(id);
   }
 }
@@ -418,14 +418,15 @@ const Routing::KeyColumn& Routing::column(uint32_t k) const {
   auto add_list = [&](uint32_t device) {  // a list equal to one the same device got is shared
     if (n.list.empty()) return PortLists::kNone;
     if (same(n.last[device])) return n.last[device];  // (mostly: the one it got last)
-    uint64_t h = (0xcbf29ce484222325ull ^ device) * 0x100000001b3ull;
-    for (uint16_t p : n.list) h = (h ^ p) * 0x100000001b3ull;
-    const uint32_t* given = n.list_of.find(h);
+    ContentHash h;
+    h.add(uint64_t(device));
+    for (uint16_t p : n.list) h.add(uint64_t(p));
+    const uint32_t* given = n.list_of.find(h.value);
     if (given && same(*given)) return n.last[device] = *given;
     n.next.clear();
     for (uint16_t p : n.list) n.next.push_back(g.neighbor(device, p));
     const uint32_t added = net_lists_.add(n.list, n.next);
-    if (!given) n.list_of.insert(h, added);  // (a different list of the same hash: not shared)
+    if (!given) n.list_of.insert(h.value, added);  // (a different list of the same hash: not shared)
     return n.last[device] = added;
   };
   distances(g, n.key_switches[k], [&](uint32_t d) { return d >= gws; }, n.dist, n.frontier);
