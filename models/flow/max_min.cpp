@@ -70,7 +70,10 @@ uint32_t MaxMinFairShare::add(const uint32_t* links, const double* weights, size
     f.bound = std::min(f.bound, cap);
     touch(f.cap_link);
   }
-  for (const Hop& hop : f.hops) links_[hop.link].demand += hop.weight * f.bound;
+  for (const Hop& hop : f.hops) {
+    Link& l = links_[hop.link];
+    set_demand(l, l.demand + hop.weight * f.bound);
+  }
   if (hops == 0) {  // nothing limits it, and nothing it touches needs solving again
     f.rate = std::numeric_limits<double>::infinity();
     f.fixed = true;
@@ -93,7 +96,7 @@ void MaxMinFairShare::remove(uint32_t flow) {
     flows_[last.flow].hops[last.hop].slot = hop.slot;
     l.members.pop_back();
     // (An empty link's demand is exactly zero, whatever rounding the sums left.)
-    l.demand = l.members.empty() ? 0.0 : l.demand - hop.weight * f.bound;
+    set_demand(l, l.members.empty() ? 0.0 : l.demand - hop.weight * f.bound);
     l.weight_all = l.members.empty() ? 0.0 : l.weight_all - hop.weight;
     touch(hop.link);
   }
@@ -148,7 +151,7 @@ void MaxMinFairShare::seed() {
   seed_flows_.clear();
   for (uint32_t link : dirty_) {
     Link& l = links_[link];
-    const bool now = tight(l), before = l.was_tight;
+    const bool now = l.tight, before = l.was_tight;
     l.was_tight = now;
     if (now) seed_links_.push_back(link);
     else if (before)
@@ -275,7 +278,7 @@ void MaxMinFairShare::collect_flow(uint32_t flow) {
   hops_visited_ += f.hops.size();
   for (const Hop& hop : f.hops) {
     Link& l = links_[hop.link];
-    if (!tight(l)) continue;
+    if (!l.tight) continue;
     join(hop.link);
     l.weight += hop.weight;
     ++l.unfixed;

@@ -104,7 +104,9 @@ class MaxMinFairShare {
     uint32_t flow;
     uint32_t hop;    // index of the link in the flow's hop list
   };
-  struct Flow {
+  // A flow in one cache line (aligned, so that none straddles two): the fill reads its `fixed`
+  // and its hops for every member of each link it pops.
+  struct alignas(64) Flow {
     std::vector<Hop> hops;  // keeps its capacity when the id is reused
     uint32_t cap_link = kNoLink;  // its own link for a rate cap, once it has had one
     double rate = 0.0;
@@ -115,23 +117,23 @@ class MaxMinFairShare {
     bool active = false;
     bool fixed = false;
   };
-  // What a flow's start and end change (its members, demand and mark) comes first, in one
-  // cache line: a flow spread over a network's paths touches dozens of links, each a wait on
-  // memory.
+  // What the walks and the fill read and write for each link a flow crosses comes first, in one
+  // cache line (its members, filling state and whether it can fill); what a flow's start and end
+  // and the seeds change, and the level a popped link filled at, in the second.
   struct alignas(64) Link {
     std::vector<Member> members;
-    double capacity = 0.0;
-    double demand = 0.0;    // sum over members of weight x bound: below capacity, it is slack
-    uint32_t dirty_mark = 0;
-    bool was_tight = false; // tight at the last recompute that saw it change
-    bool stale = false;      // its flows changed since its level was placed in the heap
-    // Scratch of the recompute that visits the link.
-    uint32_t unfixed = 0;
-    uint32_t mark = 0;       // epoch of the last recompute that visited it
-    double residual = 0.0;
-    double level = -1.0;     // the level it filled at, fixing flows (-1: it did not)
+    double residual = 0.0;   // scratch of the recompute that visits the link
     double weight = 0.0;     // sum of the weights of unfixed member flows
+    double capacity = 0.0;
+    uint32_t mark = 0;       // epoch of the last recompute that visited it
+    uint32_t unfixed = 0;
+    bool stale = false;      // its flows changed since its level was placed in the heap
+    bool tight = false;      // demand not clearly below capacity: it can fill
+    double level = -1.0;     // the level it filled at, fixing flows (-1: it did not)
+    double demand = 0.0;     // sum over members of weight x bound: below capacity, it is slack
     double weight_all = 0.0; // sum of the weights of all member flows, kept by add and remove
+    uint32_t dirty_mark = 0;
+    bool was_tight = false;  // tight at the last recompute that saw it change
   };
   // The fill's heap: a link and its level (residual / weight: where it fills), the lowest level
   // first, ties to the lowest link id.
@@ -147,8 +149,11 @@ class MaxMinFairShare {
   double unchanged_below() const;
   // Whether a flow keeps its rate in this recompute (solved before, below `kept_below_`).
   bool kept(const Flow& f) const { return f.fixed && f.rate < kept_below_; }
-  // Whether the link can fill (demand not clearly below capacity).
-  bool tight(const Link& l) const { return l.demand > l.capacity * (1.0 - 1e-9); }
+  // Sets a link's demand, and whether it can fill (demand not clearly below capacity).
+  static void set_demand(Link& l, double demand) {
+    l.demand = demand;
+    l.tight = demand > l.capacity * (1.0 - 1e-9);
+  }
   void join(uint32_t link);
   void collect_flow(uint32_t flow);
   // The flows to solve first: those on changed links that are tight or were (kept ones aside).
