@@ -81,7 +81,9 @@ TEST_P(Symmetry, SameReportAsEveryGpuSimulated) {
     if (c.replay == Replay::PartsAlike) {
       EXPECT_GT(on.followed_parted, on.parted) << "most should replay one that parted";
     }
-    if (c.most_parted > 0) EXPECT_LE(on.parted, c.most_parted) << "one GPU of a quiet node should part, echoing";
+    if (c.most_parted > 0) {
+      EXPECT_LE(on.parted, c.most_parted) << "one GPU of a quiet node should part, echoing";
+    }
     EXPECT_EQ(on.quiet_nodes, c.quiet_nodes);
     EXPECT_EQ(on.echo_nodes, c.echo_nodes);
     // Every link carried what it carries in the full run, quiet and echo nodes' links included.
