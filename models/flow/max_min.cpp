@@ -8,7 +8,6 @@
 
 namespace tessera::models {
 
-
 MaxMinFairShare::MaxMinFairShare(const std::vector<double>& capacities) {
   links_.reserve(capacities.size());
   for (double c : capacities) add_link(c);

@@ -117,6 +117,7 @@ class MaxMinFairShare {
     bool active = false;
     bool fixed = false;
   };
+  static_assert(sizeof(Flow) == 64, "a flow's record is one cache line");
   // What the walks and the fill read and write for each link a flow crosses comes first, in one
   // cache line (its members, filling state and whether it can fill); what a flow's start and end
   // and the seeds change, and the level a popped link filled at, in the second.
