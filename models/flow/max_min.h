@@ -119,8 +119,9 @@ class MaxMinFairShare {
   };
   static_assert(sizeof(Flow) == 64, "a flow's record is one cache line");
   // What the walks and the fill read and write for each link a flow crosses comes first, in one
-  // cache line (its members, filling state and whether it can fill); what a flow's start and end
-  // and the seeds change, and the level a popped link filled at, in the second.
+  // cache line (its members, filling state, capacity, which `join` reads, and whether it can
+  // fill); what a flow's start and end and the seeds change, and the level a popped link filled
+  // at, in the second.
   struct alignas(64) Link {
     std::vector<Member> members;
     double residual = 0.0;   // scratch of the recompute that visits the link
