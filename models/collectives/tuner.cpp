@@ -472,63 +472,82 @@ double Tuner::network_transfer(CollectiveOp op, CollectiveAlgorithm a, uint64_t 
   return 0;
 }
 
-std::string Tuner::unsupported(CollectiveOp op, CollectiveAlgorithm a, CollectiveProtocol p,
-                               const CommunicatorShape& s) const {
-  const std::string what = std::string(algorithm_name(a)) + " " + op_name(op);
-  if (op == CollectiveOp::Send || op == CollectiveOp::Recv) return "send/recv has no algorithm";
-  if (s.ranks <= 1) return "";
+// What keeps `a` with `p` from running `op` on `s`, if anything: found without building the
+// reason's words, as choose() asks it for every call of a run.
+Tuner::Limit Tuner::limit(CollectiveOp op, CollectiveAlgorithm a, CollectiveProtocol p, const CommunicatorShape& s) const {
+  if (op == CollectiveOp::Send || op == CollectiveOp::Recv) return Limit::SendRecv;
+  if (s.ranks <= 1) return Limit::None;
   const bool a2a = op == CollectiveOp::AllToAll || op == CollectiveOp::AllToAllV;
   const bool rooted = op == CollectiveOp::Broadcast || op == CollectiveOp::Reduce;
+  const bool simple = p == CollectiveProtocol::Simple || p == CollectiveProtocol::Automatic;
   switch (a) {
-    case CollectiveAlgorithm::Automatic: return "";
-    case CollectiveAlgorithm::Ring:
-      if (a2a) return what + ": all-to-all runs direct only";
-      break;
-    case CollectiveAlgorithm::Tree:
-      if (!reduces(op) && !rooted) return what + ": tree runs all-reduce, broadcast and reduce";
-      break;
-    case CollectiveAlgorithm::Direct: break;
+    case CollectiveAlgorithm::Automatic:
+    case CollectiveAlgorithm::Direct: return Limit::None;
+    case CollectiveAlgorithm::Ring: return a2a ? Limit::DirectOnly : Limit::None;
+    case CollectiveAlgorithm::Tree: return !reduces(op) && !rooted ? Limit::Op : Limit::None;
     case CollectiveAlgorithm::HalvingDoubling:
-      if (!ring_family(op)) return what + ": halving-doubling runs all-reduce, reduce-scatter and all-gather";
-      if (!power_of_two(s.ranks))
-        return what + ": halving-doubling needs a power-of-two rank count, got " + std::to_string(s.ranks);
-      break;
+      if (!ring_family(op)) return Limit::Op;
+      return power_of_two(s.ranks) ? Limit::None : Limit::Ranks;
     case CollectiveAlgorithm::Hierarchical: {
-      if (!ring_family(op)) return what + ": hierarchical runs all-reduce, reduce-scatter and all-gather";
+      if (!ring_family(op)) return Limit::Op;
       int product = 1, real = 0;
       for (int d : s.dimensions) product *= d, real += d > 1;
-      if (product != s.ranks || real < 2)
-        return what + ": hierarchical needs at least two dimensions (gpus_per_node dividing the " +
-               std::to_string(s.ranks) + " ranks, or explicit dimensions)";
-      break;
+      return product != s.ranks || real < 2 ? Limit::Ranks : Limit::None;
     }
     case CollectiveAlgorithm::Nvls:
-      if (!fabric_.in_switch_reduction) return what + ": the switches have no in-switch reduction (NVLink SHARP)";
-      if (!ring_family(op)) return what + ": NVLS runs all-reduce, reduce-scatter and all-gather";
-      if (s.nodes > 1) return what + ": NVLS needs every member in one NVLink domain";
-      if (p != CollectiveProtocol::Simple && p != CollectiveProtocol::Automatic)
-        return what + ": NVLS runs the simple protocol only";
-      break;
+      if (!fabric_.in_switch_reduction) return Limit::Switches;
+      if (!ring_family(op)) return Limit::Op;
+      if (s.nodes > 1) return Limit::Ranks;
+      return simple ? Limit::None : Limit::Protocol;
     case CollectiveAlgorithm::CollNet:
-      if (!fabric_.in_network_reduction)
-        return what + ": the network switches have no in-network reduction (InfiniBand SHARP: "
-                      "network.in_network_reduction on a network of NICs)";
-      if (!reduces(op)) return what + ": collnet runs all-reduce only";
-      if (s.nodes < 2 || s.gpus_per_node <= 0)
-        return what + ": collnet needs members on two or more nodes, as many on each";
-      if (p != CollectiveProtocol::Simple && p != CollectiveProtocol::Automatic)
-        return what + ": collnet runs the simple protocol only";
-      break;
+      if (!fabric_.in_network_reduction) return Limit::Switches;
+      if (!reduces(op)) return Limit::Op;
+      if (s.nodes < 2 || s.gpus_per_node <= 0) return Limit::Ranks;
+      return simple ? Limit::None : Limit::Protocol;
     case CollectiveAlgorithm::NvlsTree:
-      if (!fabric_.in_switch_reduction) return what + ": the switches have no in-switch reduction (NVLink SHARP)";
-      if (!reduces(op)) return what + ": nvls_tree runs all-reduce only";
-      if (s.nodes < 2 || s.network_nodes < 2 || s.gpus_per_node <= 1)
-        return what + ": nvls_tree needs two or more members on each of two or more nodes, as many on each";
-      if (p != CollectiveProtocol::Simple && p != CollectiveProtocol::Automatic)
-        return what + ": nvls_tree runs the simple protocol only";
-      break;
+      if (!fabric_.in_switch_reduction) return Limit::Switches;
+      if (!reduces(op)) return Limit::Op;
+      if (s.nodes < 2 || s.network_nodes < 2 || s.gpus_per_node <= 1) return Limit::Ranks;
+      return simple ? Limit::None : Limit::Protocol;
   }
-  return "";
+  return Limit::None;
+}
+
+std::string Tuner::unsupported(CollectiveOp op, CollectiveAlgorithm a, CollectiveProtocol p,
+                               const CommunicatorShape& s) const {
+  const Limit l = limit(op, a, p, s);
+  if (l == Limit::None) return "";
+  if (l == Limit::SendRecv) return "send/recv has no algorithm";
+  const std::string what = std::string(algorithm_name(a)) + " " + op_name(op) + ": ";
+  if (l == Limit::DirectOnly) return what + "all-to-all runs direct only";
+  switch (a) {
+    case CollectiveAlgorithm::Tree: return what + "tree runs all-reduce, broadcast and reduce";
+    case CollectiveAlgorithm::HalvingDoubling:
+      if (l == Limit::Op) return what + "halving-doubling runs all-reduce, reduce-scatter and all-gather";
+      return what + "halving-doubling needs a power-of-two rank count, got " + std::to_string(s.ranks);
+    case CollectiveAlgorithm::Hierarchical:
+      if (l == Limit::Op) return what + "hierarchical runs all-reduce, reduce-scatter and all-gather";
+      return what + "hierarchical needs at least two dimensions (gpus_per_node dividing the " +
+             std::to_string(s.ranks) + " ranks, or explicit dimensions)";
+    case CollectiveAlgorithm::Nvls:
+      if (l == Limit::Switches) return what + "the switches have no in-switch reduction (NVLink SHARP)";
+      if (l == Limit::Op) return what + "NVLS runs all-reduce, reduce-scatter and all-gather";
+      if (l == Limit::Protocol) return what + "NVLS runs the simple protocol only";
+      return what + "NVLS needs every member in one NVLink domain";
+    case CollectiveAlgorithm::CollNet:
+      if (l == Limit::Switches)
+        return what + "the network switches have no in-network reduction (InfiniBand SHARP: "
+                      "network.in_network_reduction on a network of NICs)";
+      if (l == Limit::Op) return what + "collnet runs all-reduce only";
+      if (l == Limit::Protocol) return what + "collnet runs the simple protocol only";
+      return what + "collnet needs members on two or more nodes, as many on each";
+    case CollectiveAlgorithm::NvlsTree:
+      if (l == Limit::Switches) return what + "the switches have no in-switch reduction (NVLink SHARP)";
+      if (l == Limit::Op) return what + "nvls_tree runs all-reduce only";
+      if (l == Limit::Protocol) return what + "nvls_tree runs the simple protocol only";
+      return what + "nvls_tree needs two or more members on each of two or more nodes, as many on each";
+    default: return what + "not supported";
+  }
 }
 
 ProtocolCost Tuner::cost(CollectiveAlgorithm a, CollectiveProtocol p) const {
@@ -773,8 +792,7 @@ Choice Tuner::choose(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s
   const bool a2a = op == CollectiveOp::AllToAll || op == CollectiveOp::AllToAllV;
   std::vector<CollectiveAlgorithm> algorithms;
   if (algorithm != CollectiveAlgorithm::Automatic) {
-    const std::string why = unsupported(op, algorithm, protocol, s);
-    if (!why.empty()) throw std::invalid_argument(why);
+    if (!supports(op, algorithm, protocol, s)) throw std::invalid_argument(unsupported(op, algorithm, protocol, s));
     algorithms.push_back(algorithm);
   } else if (a2a) {
     algorithms = {CollectiveAlgorithm::Direct};
@@ -791,7 +809,7 @@ Choice Tuner::choose(CollectiveOp op, uint64_t bytes, const CommunicatorShape& s
                                   CollectiveAlgorithm::CollNet, CollectiveAlgorithm::NvlsTree}) {
       if ((a == CollectiveAlgorithm::Hierarchical || a == CollectiveAlgorithm::CollNet) && s.nodes <= 1) continue;
       if (a == CollectiveAlgorithm::Hierarchical && !hierarchical) continue;
-      if (unsupported(op, a, protocol, s).empty()) algorithms.push_back(a);
+      if (supports(op, a, protocol, s)) algorithms.push_back(a);
     }
   }
   double best_time = std::numeric_limits<double>::infinity();
@@ -824,9 +842,9 @@ Choice choose_call(const Tuner& tuner, CollectiveOp op, uint64_t bytes, const Co
                    CollectiveProtocol engine_protocol, int channels) {
   bytes = std::max<uint64_t>(bytes, op == CollectiveOp::Barrier ? uint64_t(s.ranks) : 1);
   if (a == CollectiveAlgorithm::Automatic &&
-      tuner.unsupported(op, engine_algorithm, p == CollectiveProtocol::Automatic ? engine_protocol : p, s).empty())
+      tuner.supports(op, engine_algorithm, p == CollectiveProtocol::Automatic ? engine_protocol : p, s))
     a = engine_algorithm;
-  if (p == CollectiveProtocol::Automatic && tuner.unsupported(op, a, engine_protocol, s).empty())
+  if (p == CollectiveProtocol::Automatic && tuner.supports(op, a, engine_protocol, s))
     p = engine_protocol;
   Choice c = tuner.choose(op, bytes, s, a, p);
   if (channels > 0) c.channels = channels;

@@ -234,6 +234,10 @@ class Tuner {
   // Empty when `algorithm` with `protocol` can run `op` on `shape`, else the reason.
   std::string unsupported(CollectiveOp op, CollectiveAlgorithm algorithm,
                           CollectiveProtocol protocol, const CommunicatorShape& shape) const;
+  bool supports(CollectiveOp op, CollectiveAlgorithm algorithm, CollectiveProtocol protocol,
+                const CommunicatorShape& shape) const {
+    return limit(op, algorithm, protocol, shape) == Limit::None;
+  }
   // Predicted time in seconds (the cost model above).
   double predict(CollectiveOp op, uint64_t bytes, const CommunicatorShape& shape,
                  CollectiveAlgorithm algorithm, CollectiveProtocol protocol) const;
@@ -330,6 +334,12 @@ class Tuner {
   const FabricFacts& fabric() const { return fabric_; }
 
  private:
+  // What keeps an algorithm and protocol from a call (unsupported() words it): none, a send or
+  // receive, an all-to-all off `direct`, the op, the rank count or nodes, the switches, or the
+  // protocol.
+  enum class Limit { None, SendRecv, DirectOnly, Op, Ranks, Switches, Protocol };
+  Limit limit(CollectiveOp op, CollectiveAlgorithm algorithm, CollectiveProtocol protocol,
+              const CommunicatorShape& shape) const;
   TunerConfig config_;
   FabricFacts fabric_;
 };
