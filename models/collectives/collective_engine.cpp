@@ -100,72 +100,68 @@ tlm::tlm_sync_enum CollectiveEngine::nb_transport_fw(tlm::tlm_generic_payload& g
 }
 
 void CollectiveEngine::plan(Instance& inst, const protocol::CollectiveEvent& e) {
-  if (e.splits != nullptr) return plan_schedule(inst, e);  // all-to-all-v: sizes per call
-  const std::pair<uint64_t, uint64_t> shape{
-      e.bytes, uint64_t(uint32_t(e.communicator)) << 24 | uint64_t(e.kind) << 16 | uint64_t(e.algorithm) << 8 |
-                   uint64_t(e.protocol)};
-  const auto it = planned_.find(shape);
-  if (it == planned_.end()) {
-    plan_schedule(inst, e);
-    Instance fresh = inst;
-    fresh.call = nullptr;
-    fresh.early.clear();
-    planned_.emplace(shape, std::move(fresh));
-    return;
+  if (e.splits != nullptr) {  // all-to-all-v: sizes per call
+    inst.own = std::make_unique<Plan>();
+    inst.own->communicator = e.communicator;
+    plan_schedule(*inst.own, e);
+    inst.plan = inst.own.get();
+  } else {
+    const std::pair<uint64_t, uint64_t> shape{
+        e.bytes, uint64_t(uint32_t(e.communicator)) << 24 | uint64_t(e.kind) << 16 | uint64_t(e.algorithm) << 8 |
+                     uint64_t(e.protocol)};
+    const auto [it, fresh] = planned_.try_emplace(shape);
+    if (fresh) {
+      it->second.communicator = e.communicator;
+      plan_schedule(it->second, e);
+    }
+    inst.plan = &it->second;
   }
-  // The plan's fields; the call's own (which call, chunks that came early) stay.
-  tlm::tlm_generic_payload* call = inst.call;
-  const uint32_t sequence = inst.sequence;
-  std::vector<uint64_t> early;
-  early.swap(inst.early);
-  inst = it->second;
-  inst.call = call;
-  inst.sequence = sequence;
-  inst.early.swap(early);
+  inst.progress.assign(inst.plan->phases.size(), Progress{});
+  inst.channel_free.assign(inst.plan->timed_channels, 0.0);
 }
 
-void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveEvent& e) {
+void CollectiveEngine::plan_schedule(Plan& plan, const protocol::CollectiveEvent& e) {
   const auto& ranks = job_.communicators[e.communicator].ranks;
   const CommunicatorShape& shape = communicators_->shape(e.communicator);
   const int n = static_cast<int>(ranks.size());
   const size_t member = membership(e.communicator);
   const int p = memberships_[member].position;
-  inst.kind = e.kind;
-  inst.choice = choice(e);
-  const int C = std::max(1, inst.choice.channels);
-  const CollectiveAlgorithm algorithm = inst.choice.algorithm;
-  const ProtocolCost cost = tuner_.cost(algorithm, inst.choice.protocol);
+  plan.kind = e.kind;
+  plan.choice = choice(e);
+  const int C = std::max(1, plan.choice.channels);
+  const CollectiveAlgorithm algorithm = plan.choice.algorithm;
+  const ProtocolCost cost = tuner_.cost(algorithm, plan.choice.protocol);
   const double handshakes =
-      config_.protocol_latencies ? tuner_.handshake_factor(e.kind, algorithm, inst.choice.protocol, e.bytes, shape) : 1.0;
-  inst.wire_factor = static_cast<float>(tuner_.wire_factor(algorithm, inst.choice.protocol, e.bytes, n) * handshakes);
+      config_.protocol_latencies ? tuner_.handshake_factor(e.kind, algorithm, plan.choice.protocol, e.bytes, shape) : 1.0;
+  plan.wire_factor = static_cast<float>(tuner_.wire_factor(algorithm, plan.choice.protocol, e.bytes, n) * handshakes);
   // Grouped sends and receives: each channel at the point-to-point rate (which has its
   // handshakes in it), and the receivers copy their last chunk out at the end.
   const bool p2p = tuner_.runs_p2p(e.kind);
-  inst.point_to_point = p2p;
-  inst.drain_s = 0;
-  if (const double rate = p2p ? tuner_.fabric().p2p_channel_rate : tuner_.channel_rate(inst.choice.protocol); rate > 0) {
+  plan.point_to_point = p2p;
+  plan.drain_s = 0;
+  if (const double rate = p2p ? tuner_.fabric().p2p_channel_rate : tuner_.channel_rate(plan.choice.protocol); rate > 0) {
     // The channel waits for each step's flags before it moves the step's data (LL and LL128 poll
     // them per line, a Simple channel that reads from its peer waits for the peer's flag), so
     // NCCL's per-step latency adds to the data time (send_chunk).
     const bool waits = config_.protocol_latencies && !p2p;
     const double handshake = waits ? cost.step_us * 1e-6 : 0.0;
-    inst.channel_rate = rate;
-    inst.channel_handshake_s = handshake;
-    if (!config_.steady_state) inst.channel_free.assign(size_t(C), 0.0);
+    plan.channel_rate = rate;
+    plan.channel_handshake_s = handshake;
+    if (!config_.steady_state) plan.timed_channels = size_t(C);
   }
   if (config_.protocol_latencies) {
     // What the fabric does not already take of the step's latency.
     const double step = std::max(0.0, cost.step_us * 1e-6 - config_.fabric.hop_latency_s);
     const double network = std::max(0.0, cost.network_step_us * 1e-6 - config_.fabric.network_latency_s);
-    inst.step_delay = sc_time(step, sc_core::SC_SEC);
-    inst.network_step_delay = sc_time(network, sc_core::SC_SEC);
+    plan.step_delay = sc_time(step, sc_core::SC_SEC);
+    plan.network_step_delay = sc_time(network, sc_core::SC_SEC);
   }
   if (n == 1) return;  // nothing to exchange
   const uint64_t bytes = std::max<uint64_t>(e.bytes, e.kind == CollectiveOp::Barrier ? n : 1);
   const bool reduce_and_gather = e.kind == CollectiveOp::AllReduce || e.kind == CollectiveOp::Barrier;
   const bool reduce_part = reduce_and_gather || e.kind == CollectiveOp::ReduceScatter;
   const bool gather_part = reduce_and_gather || e.kind == CollectiveOp::AllGather;
-  auto& phases = inst.phases;
+  auto& phases = plan.phases;
   ScheduleCall call;
   call.kind = e.kind;
   call.bytes = bytes;
@@ -210,8 +206,8 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
   if (p2p)
     for (const Phase& ph : phases)
       for (const Transfer& t : ph.receives)
-        inst.drain_s = std::max(inst.drain_s, tuner_.p2p_plan(t.bytes, n, on_another_node(t.peer)).drain_s);
-  if (config_.steady_state) steady_state(inst);
+        plan.drain_s = std::max(plan.drain_s, tuner_.p2p_plan(t.bytes, n, on_another_node(t.peer)).drain_s);
+  if (config_.steady_state) steady_state(plan);
   if (!echoed_.empty() && echoed_[member] && echoes(e)) {
     // A ring's members are each other's images: what this rank receives from the member before
     // it is what it sends to the one after (its own transfers, handed back: echo()). NVLS's
@@ -220,9 +216,9 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
       if (phases.size() != 1) throw std::logic_error(std::string(name()) + ": an echoed ring of several phases");
       phases[0].receives = phases[0].sends;
     }
-    inst.echo = true;
+    plan.echo = true;
   }
-  if (config_.steady_state && inst.channel_rate > 0) {
+  if (config_.steady_state && plan.channel_rate > 0) {
     // Flow fidelity caps each flow at its channels' rate: what a channel moves of a step (packet
     // fidelity's chunks on it) at the channel's rate, with the step's handshake. A ring's flow
     // has its own channels; other flows of a phase share all of the call's in proportion to
@@ -248,7 +244,7 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
             double(std::max<uint32_t>(1, t.steps > 1 || ph.tail_waits ? t.step_chunk_bytes : t.chunk_bytes));
         const double lanes = std::min(std::ceil(step / chunk), double(t.lanes(C)));
         const double lane = step / std::max(1.0, lanes);
-        const double channel = lane / (lane / inst.channel_rate + inst.channel_handshake_s);
+        const double channel = lane / (lane / plan.channel_rate + plan.channel_handshake_s);
         if (ph.tail_waits) {
           const double bodies = t.chunks > 1 ? t.chunks - 1 : 1;  // (one below 4 GiB)
           t.rate_cap = channel * double(t.lanes(C)) * double(t.bytes) / tree_sends[t.first_channel] / bodies;
@@ -262,24 +258,24 @@ void CollectiveEngine::plan_schedule(Instance& inst, const protocol::CollectiveE
     }
   }
   // The phases each phase gates (received() pumps them), grouped by gating phase.
-  inst.gated_begin.assign(phases.size() + 1, 0);
+  plan.gated_begin.assign(phases.size() + 1, 0);
   for (const Phase& ph : phases)
     for (int gate : {ph.after, ph.also_after})
-      if (gate >= 0) ++inst.gated_begin[size_t(gate) + 1];
-  for (size_t k = 0; k < phases.size(); ++k) inst.gated_begin[k + 1] += inst.gated_begin[k];
-  inst.gated.resize(inst.gated_begin.back());
-  std::vector<uint32_t> fill(inst.gated_begin.begin(), inst.gated_begin.end() - 1);
+      if (gate >= 0) ++plan.gated_begin[size_t(gate) + 1];
+  for (size_t k = 0; k < phases.size(); ++k) plan.gated_begin[k + 1] += plan.gated_begin[k];
+  plan.gated.resize(plan.gated_begin.back());
+  std::vector<uint32_t> fill(plan.gated_begin.begin(), plan.gated_begin.end() - 1);
   for (size_t k = 0; k < phases.size(); ++k)
     for (int gate : {phases[k].after, phases[k].also_after})
-      if (gate >= 0) inst.gated[fill[size_t(gate)]++] = static_cast<uint32_t>(k);
+      if (gate >= 0) plan.gated[fill[size_t(gate)]++] = static_cast<uint32_t>(k);
   for (Phase& ph : phases) {
-    if (ph.wire_factor == 0) ph.wire_factor = inst.wire_factor;
+    if (ph.wire_factor == 0) ph.wire_factor = plan.wire_factor;
     for (const Transfer& t : ph.sends) {
       ph.send_chunks = std::max(ph.send_chunks, t.chunks);
-      inst.sends_expected += t.chunks;
+      plan.sends_expected += t.chunks;
     }
     for (const Transfer& t : ph.receives) ph.receive_chunks += t.chunks;
-    inst.recvs_expected += ph.receive_chunks;
+    plan.recvs_expected += ph.receive_chunks;
   }
 }
 
@@ -315,19 +311,19 @@ void cut_into_flows(Transfer& t, uint64_t flows) {
 
 }  // namespace
 
-void CollectiveEngine::steady_state(Instance& inst) const {
-  auto& phases = inst.phases;
-  switch (inst.choice.algorithm) {
+void CollectiveEngine::steady_state(Plan& plan) const {
+  auto& phases = plan.phases;
+  switch (plan.choice.algorithm) {
     case CollectiveAlgorithm::Ring:
     case CollectiveAlgorithm::Hierarchical:
     case CollectiveAlgorithm::Direct:
     case CollectiveAlgorithm::HalvingDoubling:
       break;
     case CollectiveAlgorithm::NvlsTree:
-      steady_nvls_tree(inst);
+      steady_nvls_tree(plan);
       return;
     case CollectiveAlgorithm::Tree:
-      steady_tree(inst);
+      steady_tree(plan);
       return;
     default:
       return;  // in-switch schedules keep their phases
@@ -335,7 +331,7 @@ void CollectiveEngine::steady_state(Instance& inst) const {
   // One phase that stands for one step has nothing to merge (a broadcast's chain); a ring's
   // phase per ring stands for all its steps (ring_schedule) and is merged below as the phases
   // of its steps would be.
-  const bool whole_rings = inst.choice.algorithm == CollectiveAlgorithm::Ring && !phases.empty() &&
+  const bool whole_rings = plan.choice.algorithm == CollectiveAlgorithm::Ring && !phases.empty() &&
                            !phases[0].sends.empty() && phases[0].sends[0].steps > 1;
   if (phases.size() < 2 && !whole_rings) return;
   Phase merged;
@@ -352,14 +348,14 @@ void CollectiveEngine::steady_state(Instance& inst) const {
   // take one path through the spines and meet other edges' flows there. NCCL's channels each
   // have their own connection and packet fidelity's chunks take the uplinks in turn, so each
   // of the tree's transfers across nodes is one flow per channel, sent together.
-  const CollectiveAlgorithm algorithm = inst.choice.algorithm;
-  const CommunicatorShape& shape = communicators_->shape(inst.communicator);
+  const CollectiveAlgorithm algorithm = plan.choice.algorithm;
+  const CommunicatorShape& shape = communicators_->shape(plan.communicator);
   const bool ring = algorithm == CollectiveAlgorithm::Ring;
   const int network = ring || algorithm == CollectiveAlgorithm::Hierarchical
-                          ? Tuner::network_steps(inst.kind, algorithm, shape)
+                          ? Tuner::network_steps(plan.kind, algorithm, shape)
                           : 0;
-  const bool tree = algorithm == CollectiveAlgorithm::Hierarchical && Tuner::tree_across_nodes(inst.kind, shape);
-  if (tree) merged.together = static_cast<uint32_t>(std::max(1, inst.choice.channels));
+  const bool tree = algorithm == CollectiveAlgorithm::Hierarchical && Tuner::tree_across_nodes(plan.kind, shape);
+  if (tree) merged.together = static_cast<uint32_t>(std::max(1, plan.choice.channels));
   for (auto* list : {&merged.sends, &merged.receives})
     for (Transfer& t : *list) {
       const bool across = t.peer >= 0 && on_another_node(t.peer);
@@ -382,8 +378,8 @@ void CollectiveEngine::steady_state(Instance& inst) const {
 // member's data, and an edge that runs late holds back every member below it. Before, flow
 // fidelity sent each transfer as 16 chunks in turn, gated level by level: a fill of the chain's
 // levels in 16ths of the call, where packet fidelity's chunks are a few hundred KiB.
-void CollectiveEngine::steady_tree(Instance& inst) const {
-  for (Phase& ph : inst.phases) {
+void CollectiveEngine::steady_tree(Plan& plan) const {
+  for (Phase& ph : plan.phases) {
     ph.tail_waits = true;
     for (auto* list : {&ph.sends, &ph.receives})
       for (Transfer& t : *list) {
@@ -411,10 +407,10 @@ void CollectiveEngine::steady_tree(Instance& inst) const {
 // a transfer across nodes stands for the tree's 2 depth(N) levels (each the path's latency,
 // the step latency and packet fidelity's chunk stored and forwarded on every link), one flow per
 // channel, all sent together.
-void CollectiveEngine::steady_nvls_tree(Instance& inst) const {
-  auto& phases = inst.phases;
+void CollectiveEngine::steady_nvls_tree(Plan& plan) const {
+  auto& phases = plan.phases;
   Phase tree;
-  tree.together = static_cast<uint32_t>(std::max(1, inst.choice.channels));
+  tree.together = static_cast<uint32_t>(std::max(1, plan.choice.channels));
   std::vector<Phase> in_switch;
   for (Phase& ph : phases) {
     if (ph.purpose != TransferPurpose::Collective) {
@@ -427,7 +423,7 @@ void CollectiveEngine::steady_nvls_tree(Instance& inst) const {
   }
   if (in_switch.size() != 2) throw std::logic_error(std::string(name()) + ": an NVLS-tree without its two in-switch phases");
   const uint32_t levels =
-      uint32_t(Tuner::network_steps(inst.kind, CollectiveAlgorithm::NvlsTree, communicators_->shape(inst.communicator)));
+      uint32_t(Tuner::network_steps(plan.kind, CollectiveAlgorithm::NvlsTree, communicators_->shape(plan.communicator)));
   for (auto* list : {&tree.sends, &tree.receives})
     for (Transfer& t : *list) {
       t.moving_steps = t.steps;
@@ -517,8 +513,8 @@ void CollectiveEngine::start_collective(tlm::tlm_generic_payload& call) {
   // The call's launch, and what a ring takes beyond its lossless pipeline (Tuner::ring_fill).
   const double launch_s =
       config_.protocol_latencies
-          ? tuner_.cost(inst.choice.algorithm, inst.choice.protocol).launch_us * 1e-6 +
-                tuner_.ring_fill(e.kind, inst.choice.algorithm, inst.choice.protocol, e.bytes, communicators_->shape(e.communicator))
+          ? tuner_.cost(inst.plan->choice.algorithm, inst.plan->choice.protocol).launch_us * 1e-6 +
+                tuner_.ring_fill(e.kind, inst.plan->choice.algorithm, inst.plan->choice.protocol, e.bytes, communicators_->shape(e.communicator))
           : 0.0;
   if (launch_s > 0) peq_.notify(call, LAUNCH, sc_time(launch_s, sc_core::SC_SEC));
   else launch(flow);
@@ -527,35 +523,37 @@ void CollectiveEngine::start_collective(tlm::tlm_generic_payload& call) {
 void CollectiveEngine::launch(uint64_t flow) {
   Instance& inst = instance(flow);
   inst.launched = true;
-  add_sms(inst.choice.channels);
-  for (size_t k = 0; k < inst.phases.size(); ++k) pump(flow, inst, k);
+  add_sms(inst.plan->choice.channels);
+  for (size_t k = 0; k < inst.plan->phases.size(); ++k) pump(flow, inst, k);
   check_done(flow, inst);
 }
 
 void CollectiveEngine::pump(uint64_t flow, Instance& inst, size_t k) {
   if (!inst.launched) return;
-  Phase& ph = inst.phases[k];
+  const Phase& ph = inst.plan->phases[k];
+  Progress& done = inst.progress[k];
   // Chunk j may leave once each gating phase has received its share (j+1)/chunks.
   auto waits_for = [&](int gate, uint32_t j) {
     if (gate < 0) return false;
-    const Phase& g = inst.phases[size_t(gate)];
+    const Phase& g = inst.plan->phases[size_t(gate)];
+    const uint64_t received = inst.progress[size_t(gate)].received;
     if (ph.tail_waits)  // chunk j is some transfer's tail
-      return g.received < g.receive_chunks &&
+      return received < g.receive_chunks &&
              std::any_of(ph.sends.begin(), ph.sends.end(), [j](const Transfer& t) { return j + 1 == t.chunks; });
-    return g.receive_chunks > 0 && g.received < ceil_div(uint64_t(j + 1) * g.receive_chunks, ph.send_chunks);
+    return g.receive_chunks > 0 && received < ceil_div(uint64_t(j + 1) * g.receive_chunks, ph.send_chunks);
   };
   // Flow fidelity sends a connection's chunks one after the other: flows in flight together
   // would share the link fairly and all finish late, where a port sends them in order (unless
   // the phase spreads a transfer over several paths: Phase::together).
   const uint32_t per_connection = config_.steady_state ? ph.together : std::max(1u, config_.slots);
   const uint64_t slots = uint64_t(per_connection) * ph.sends.size();
-  while (ph.next < ph.send_chunks && ph.in_flight < slots) {
-    if (waits_for(ph.after, ph.next) || waits_for(ph.also_after, ph.next)) return;
+  while (done.next < ph.send_chunks && done.in_flight < slots) {
+    if (waits_for(ph.after, done.next) || waits_for(ph.also_after, done.next)) return;
     // Claim chunk j first: injecting may re-enter pump() (a chunk that leaves at once frees
     // its slot from inside send_chunk).
-    const uint32_t j = ph.next++;
+    const uint32_t j = done.next++;
     for (const Transfer& t : ph.sends)
-      if (j < t.chunks) ++ph.in_flight;
+      if (j < t.chunks) ++done.in_flight;
     for (const Transfer& t : ph.sends)
       if (j < t.chunks) send_chunk(flow, inst, ph, static_cast<uint32_t>(k), t, j);
   }
@@ -571,13 +569,13 @@ void CollectiveEngine::send_chunk(uint64_t flow, Instance& inst, const Phase& ph
   t.flow = flow;
   t.step = step;
   t.chunk = chunk;
-  const uint32_t call_channels = uint32_t(std::max(1, inst.choice.channels));
+  const uint32_t call_channels = uint32_t(std::max(1, inst.plan->choice.channels));
   t.channel = static_cast<uint16_t>(
       (to.channels > 0 ? to.first_channel + uint32_t(to.stride) * (chunk % to.channels) : chunk) % call_channels);
   t.steps = static_cast<uint16_t>(std::min<uint32_t>(to.steps, 0xffff));
   // (The step latency the receiver will charge: the network's when the peer is on another node.)
   const bool network = phase.network || (to.peer >= 0 && on_another_node(to.peer));
-  t.step_latency = (network ? inst.network_step_delay : inst.step_delay).value();
+  t.step_latency = (network ? inst.plan->network_step_delay : inst.plan->step_delay).value();
   t.step_chunk_bytes = to.step_chunk_bytes;
   t.purpose = phase.purpose;
   t.wire_factor = phase.wire_factor;
@@ -588,8 +586,8 @@ void CollectiveEngine::send_chunk(uint64_t flow, Instance& inst, const Phase& ph
   t.members = phase.members;
   t.member_count = phase.member_count;
   t.tree = phase.tree;
-  t.echo = inst.echo;
-  if (inst.echo) {  // the ring, for the fabric's images of this transfer
+  t.echo = inst.plan->echo;
+  if (inst.plan->echo) {  // the ring, for the fabric's images of this transfer
     const std::vector<int>& ring = job_.communicators[size_t(inst.communicator)].ranks;
     t.members = ring.data();
     t.member_count = static_cast<uint32_t>(ring.size());
@@ -598,15 +596,15 @@ void CollectiveEngine::send_chunk(uint64_t flow, Instance& inst, const Phase& ph
   count_injected(t);
   // (A point-to-point channel's rate is its NVLink writes: a peer across the network is the
   // proxy's and its NIC's, not the SM's.)
-  if (inst.channel_rate > 0 && t.channel < inst.channel_free.size() && !(inst.point_to_point && network)) {
+  if (inst.plan->channel_rate > 0 && t.channel < inst.channel_free.size() && !(inst.plan->point_to_point && network)) {
     // The channel's SM takes the chunk when it is done with its previous one, and is busy
     // for the chunk's bytes at its rate plus the step's handshake (it waits for the step's
     // flags before it moves data: NCCL's per-step latency is not hidden behind the data).
     double& free = inst.channel_free[t.channel];
     const double now = sc_core::sc_time_stamp().to_seconds();
     const double start = std::max(now, free);
-    const double handshake = chunk < to.lanes(inst.choice.channels) ? inst.channel_handshake_s : 0.0;
-    free = start + double(t.bytes) / inst.channel_rate + handshake;
+    const double handshake = chunk < to.lanes(inst.plan->choice.channels) ? inst.plan->channel_handshake_s : 0.0;
+    free = start + double(t.bytes) / inst.plan->channel_rate + handshake;
     if (start > now) {
       peq_.notify(*gp, INJECT, sc_time(start - now, sc_core::SC_SEC));
       return;
@@ -616,24 +614,24 @@ void CollectiveEngine::send_chunk(uint64_t flow, Instance& inst, const Phase& ph
 }
 
 void CollectiveEngine::received(uint64_t flow, Instance& inst, uint32_t step) {
-  if (step >= inst.phases.size())
+  if (step >= inst.plan->phases.size())
     throw std::runtime_error(std::string(name()) + ": chunk of step " + std::to_string(step) +
-                             " for a schedule of " + std::to_string(inst.phases.size()) +
+                             " for a schedule of " + std::to_string(inst.plan->phases.size()) +
                              " steps (members disagree on the algorithm)");
-  ++inst.phases[step].received;
+  ++inst.progress[step].received;
   ++inst.recvs_done;
-  for (uint32_t i = inst.gated_begin[step]; i < inst.gated_begin[step + 1]; ++i) pump(flow, inst, inst.gated[i]);
+  for (uint32_t i = inst.plan->gated_begin[step]; i < inst.plan->gated_begin[step + 1]; ++i) pump(flow, inst, inst.plan->gated[i]);
   check_done(flow, inst);
 }
 
 void CollectiveEngine::check_done(uint64_t flow, Instance& inst) {
   if (inst.finishing || inst.call == nullptr || !inst.launched) return;
-  if (inst.sends_done < inst.sends_expected || inst.recvs_done < inst.recvs_expected) return;
+  if (inst.sends_done < inst.plan->sends_expected || inst.recvs_done < inst.plan->recvs_expected) return;
   inst.finishing = true;
-  add_sms(-inst.choice.channels);
+  add_sms(-inst.plan->choice.channels);
   finished_flows_.push_back(flow);
-  if (inst.drain_s > 0)
-    peq_.notify(*inst.call, DRAINED, sc_time(inst.drain_s, sc_core::SC_SEC));
+  if (inst.plan->drain_s > 0)
+    peq_.notify(*inst.call, DRAINED, sc_time(inst.plan->drain_s, sc_core::SC_SEC));
   else
     finish(inst.call);
 }
@@ -767,9 +765,9 @@ void CollectiveEngine::chunk_arrived(tlm::tlm_generic_payload& gp) {
   }
   // A chunk from another of the platform's nodes (or the network's sum) paid the network's
   // step latency.
-  const bool network = (t.step < inst.phases.size() && inst.phases[t.step].network) ||
+  const bool network = (t.step < inst.plan->phases.size() && inst.plan->phases[t.step].network) ||
                        on_another_node(static_cast<int>(t.source));
-  const sc_time& delay = network ? inst.network_step_delay : inst.step_delay;
+  const sc_time& delay = network ? inst.plan->network_step_delay : inst.plan->step_delay;
   if (delay != sc_core::SC_ZERO_TIME) {
     peq_.notify(gp, protocol::ARRIVED, delay);  // the step's handshake latency
     return;
@@ -813,7 +811,7 @@ void CollectiveEngine::packet_left(tlm::tlm_generic_payload& gp) {
   const uint64_t flow = t.flow;
   Instance& inst = instance(flow);
   ++inst.sends_done;
-  --inst.phases[t.step].in_flight;
+  --inst.progress[t.step].in_flight;
   pump(flow, inst, t.step);
   check_done(flow, inst);
 }
@@ -826,11 +824,11 @@ std::vector<CollectiveEngine::Waiting> CollectiveEngine::waiting() const {
     w.op = static_cast<uint32_t>(inst.call->get_address());
     w.communicator = inst.communicator;
     w.sequence = inst.sequence;
-    w.what = std::string(op_name(inst.kind)) + " (" + algorithm_name(inst.choice.algorithm) +
+    w.what = std::string(op_name(inst.plan->kind)) + " (" + algorithm_name(inst.plan->choice.algorithm) +
              ") on communicator " + job_.communicators[inst.communicator].name + " (call " +
              std::to_string(inst.sequence) + "), " +
-             std::to_string(inst.recvs_expected - inst.recvs_done) + " of " +
-             std::to_string(inst.recvs_expected) + " chunks not received";
+             std::to_string(inst.plan->recvs_expected - inst.recvs_done) + " of " +
+             std::to_string(inst.plan->recvs_expected) + " chunks not received";
     out.push_back(w);
   }
   for (const auto& [k, p2p] : receives_) {

@@ -164,19 +164,19 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
  private:
   using Transfer = models::Transfer;
   using Phase = models::Phase;
-  struct Instance {
-    tlm::tlm_generic_payload* call = nullptr;  // the command processor's transaction
+  // A call's schedule as planned for this rank: every call of the same shape shares it
+  // (planned_), and no call writes to it; what a call has done is its Instance's.
+  struct Plan {
     CollectiveOp kind = CollectiveOp::AllReduce;
     int communicator = -1;
-    uint32_t sequence = 0;
     Choice choice;
     float wire_factor = 1.0f;
     sc_core::sc_time step_delay, network_step_delay;
-    // A channel (one SM) moves at most channel_rate payload bytes/s (0: no limit): when each
-    // channel is next free, seconds.
+    // A channel (one SM) moves at most channel_rate payload bytes/s (0: no limit); packet
+    // fidelity times `timed_channels` of them (Instance::channel_free).
     double channel_rate = 0;
     double channel_handshake_s = 0;  // the SM's wait per chunk (the step's latency)
-    std::vector<double> channel_free;
+    size_t timed_channels = 0;
     // Seconds from the last chunk's arrival to the call's end: a point-to-point exchange's
     // receivers copy their last chunk out of their buffers (P2pPlan::drain_s).
     double drain_s = 0;
@@ -184,11 +184,26 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
     std::vector<Phase> phases;
     // The phases phase k gates: gated[gated_begin[k] .. gated_begin[k + 1]).
     std::vector<uint32_t> gated_begin, gated;
-    bool launched = false;
-    uint64_t sends_expected = 0, sends_done = 0;
-    uint64_t recvs_expected = 0, recvs_done = 0;
-    bool finishing = false;
+    uint64_t sends_expected = 0, recvs_expected = 0;
     bool echo = false;  // made by this rank alone (echo())
+  };
+  // What one phase of a call has done.
+  struct Progress {
+    uint64_t received = 0;   // chunks
+    uint32_t next = 0;       // next chunk index to send
+    uint32_t in_flight = 0;  // chunks injected that have not left the GPU yet
+  };
+  struct Instance {
+    tlm::tlm_generic_payload* call = nullptr;  // the command processor's transaction
+    int communicator = -1;
+    uint32_t sequence = 0;
+    const Plan* plan = nullptr;  // set when this rank joins
+    std::unique_ptr<Plan> own;   // a plan of this call alone (an all-to-all-v's sizes)
+    std::vector<Progress> progress;  // per phase of the plan
+    std::vector<double> channel_free;  // packet fidelity: when each channel is next free, seconds
+    bool launched = false;
+    uint64_t sends_done = 0, recvs_done = 0;
+    bool finishing = false;
     std::vector<uint64_t> early;  // (step << 32 | chunk) that arrived before this rank joined
   };
   // A communicator's groups for the schedules that reduce in the node first (collnet,
@@ -221,10 +236,10 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   // The call's schedule: a plan made before for a call of the same shape (planned_), or a
   // new one (plan_schedule).
   void plan(Instance& inst, const protocol::CollectiveEvent& e);
-  void plan_schedule(Instance& inst, const protocol::CollectiveEvent& e);
-  void steady_state(Instance& inst) const;
-  void steady_nvls_tree(Instance& inst) const;
-  void steady_tree(Instance& inst) const;
+  void plan_schedule(Plan& plan, const protocol::CollectiveEvent& e);
+  void steady_state(Plan& plan) const;
+  void steady_nvls_tree(Plan& plan) const;
+  void steady_tree(Plan& plan) const;
   // Whether rank `peer` is on another of the platform's nodes (its chunks cross the network).
   bool on_another_node(int peer) const;
   void count_injected(const protocol::FabricTransfer& t);
@@ -280,7 +295,7 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   // Fresh plans by (bytes, communicator | kind | algorithm | protocol): a program repeats each
   // call shape many times, and planning (the tuner's choice, the schedule, its steady state)
   // is most of what a call costs the simulator.
-  std::map<std::pair<uint64_t, uint64_t>, Instance> planned_;
+  std::map<std::pair<uint64_t, uint64_t>, Plan> planned_;  // (a map: instances point at its plans)
   FewByKey<Send> sends_;                // by (peer, tag)
   FewByKey<PointToPoint> receives_;     // by (source, tag)
   std::vector<tlm::tlm_generic_payload*> finished_;

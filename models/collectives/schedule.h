@@ -38,9 +38,7 @@ struct Phase {
   int after = -1;            // phase whose receives gate this phase's sends
   int also_after = -1;       // a second phase whose receives gate them too (-1: none)
   uint32_t send_chunks = 0;  // most chunks of any send
-  uint64_t receive_chunks = 0, received = 0;
-  uint32_t next = 0;         // next chunk index to send
-  uint32_t in_flight = 0;    // chunks injected that have not left the GPU yet
+  uint64_t receive_chunks = 0;
   uint32_t together = 1;     // flow fidelity: chunks of a connection in flight at once
   // Flow fidelity's tree (CollectiveEngine::steady_tree): every chunk but the last (the tail)
   // leaves at once; the tail waits for every chunk of the phases that gate it.
