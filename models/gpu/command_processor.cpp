@@ -115,7 +115,7 @@ void CommandProcessor::issue(uint32_t index) {
   if (socket != &to_collectives || followers_.empty()) return;
   uint32_t replaying = 0;
   for (Follower& f : followers_)
-    if (replay_table(f)[index]) {
+    if (f.gpu != nullptr && replay_table(f)[index]) {
       f.gpu->replay(index);
       ++replaying;
     }
@@ -136,7 +136,7 @@ tlm::tlm_sync_enum CommandProcessor::nb_transport_bw(tlm::tlm_generic_payload& g
   if (kind != OpKind::Compute && kind != OpKind::MemCopy) {
     call_closed(index, protocol::collective_event(gp).issued_at);
     for (Follower& f : followers_)
-      if (replay_table(f)[index]) f.gpu->matched(index, true);
+      if (f.gpu != nullptr && replay_table(f)[index]) f.gpu->matched(index, true);
     made_calls_done(index, protocol::collective_event(gp).issued_at);
   }
   gp.release();

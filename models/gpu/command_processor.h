@@ -194,12 +194,17 @@ class CommandProcessor : public sc_core::sc_module {
   // one side only, when and on which.
   CommandProcessor* leader_ = nullptr;
   // A representative's followers, each with its replay_table (nullptr until first needed): a
-  // check per follower and call reads this array alone, not the follower.
+  // check per follower and call reads this array alone, not the follower. A follower that
+  // leaves (it parts, or follows a GPU that parted) leaves its entry empty (gpu null), and the
+  // entries are closed up, in order, once half are empty: tens of thousands of followers of one
+  // GPU part or move, and each removal read and moved the array.
   struct Follower {
     CommandProcessor* gpu;
     const std::vector<bool>* replays;
   };
   std::vector<Follower> followers_;
+  size_t followers_gone_ = 0;  // empty entries in followers_
+  size_t follower_at_ = 0;     // a follower: its entry in its leader's followers_
   // The replay tables, each with what its followers leave out.
   struct ReplayTable {
     const workloads::Program* program;

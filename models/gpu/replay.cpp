@@ -33,11 +33,22 @@ void CommandProcessor::follow(CommandProcessor& representative, SymmetryMonitor&
   representative.add_follower(this);
 }
 
-void CommandProcessor::add_follower(CommandProcessor* follower) { followers_.push_back(Follower{follower, nullptr}); }
+void CommandProcessor::add_follower(CommandProcessor* follower) {
+  follower->follower_at_ = followers_.size();
+  followers_.push_back(Follower{follower, nullptr});
+}
 
 void CommandProcessor::remove_follower(CommandProcessor* follower) {
-  followers_.erase(std::find_if(followers_.begin(), followers_.end(),
-                                [follower](const Follower& f) { return f.gpu == follower; }));
+  followers_[follower->follower_at_].gpu = nullptr;
+  if (++followers_gone_ * 2 <= followers_.size()) return;
+  size_t kept = 0;
+  for (const Follower& f : followers_) {
+    if (f.gpu == nullptr) continue;
+    f.gpu->follower_at_ = kept;
+    followers_[kept++] = f;
+  }
+  followers_.resize(kept);
+  followers_gone_ = 0;
 }
 
 namespace {
