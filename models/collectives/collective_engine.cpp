@@ -112,7 +112,12 @@ void CollectiveEngine::plan(Instance& inst, const protocol::CollectiveEvent& e) 
     const auto [it, fresh] = planned_.try_emplace(shape);
     if (fresh) {
       it->second.communicator = e.communicator;
-      plan_schedule(it->second, e);
+      try {
+        plan_schedule(it->second, e);
+      } catch (...) {
+        planned_.erase(it);  // (no half-made plan for a later call of the shape)
+        throw;
+      }
     }
     inst.plan = &it->second;
   }
