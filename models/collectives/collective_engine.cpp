@@ -102,7 +102,6 @@ tlm::tlm_sync_enum CollectiveEngine::nb_transport_fw(tlm::tlm_generic_payload& g
 void CollectiveEngine::plan(Instance& inst, const protocol::CollectiveEvent& e) {
   if (e.splits != nullptr) {  // all-to-all-v: sizes per call
     inst.own = std::make_unique<Plan>();
-    inst.own->communicator = e.communicator;
     plan_schedule(*inst.own, e);
     inst.plan = inst.own.get();
   } else {
@@ -111,7 +110,6 @@ void CollectiveEngine::plan(Instance& inst, const protocol::CollectiveEvent& e) 
                      uint64_t(e.protocol)};
     const auto [it, fresh] = planned_.try_emplace(shape);
     if (fresh) {
-      it->second.communicator = e.communicator;
       try {
         plan_schedule(it->second, e);
       } catch (...) {
@@ -132,6 +130,7 @@ void CollectiveEngine::plan_schedule(Plan& plan, const protocol::CollectiveEvent
   const size_t member = membership(e.communicator);
   const int p = memberships_[member].position;
   plan.kind = e.kind;
+  plan.communicator = e.communicator;
   plan.choice = choice(e);
   const int C = std::max(1, plan.choice.channels);
   const CollectiveAlgorithm algorithm = plan.choice.algorithm;
@@ -507,10 +506,9 @@ void CollectiveEngine::start_collective(tlm::tlm_generic_payload& call) {
   const uint64_t flow = key(uint64_t(e.communicator), sequence);
   e.flow = flow;
   Instance& inst = instance(flow);
-  inst.call = &call;
-  inst.communicator = e.communicator;
   inst.sequence = sequence;
   plan(inst, e);
+  inst.call = &call;  // (joined: its plan is set)
   // Chunks that arrived before this rank joined.
   std::vector<uint64_t> early;
   early.swap(inst.early);
@@ -593,7 +591,7 @@ void CollectiveEngine::send_chunk(uint64_t flow, Instance& inst, const Phase& ph
   t.tree = phase.tree;
   t.echo = inst.plan->echo;
   if (inst.plan->echo) {  // the ring, for the fabric's images of this transfer
-    const std::vector<int>& ring = job_.communicators[size_t(inst.communicator)].ranks;
+    const std::vector<int>& ring = job_.communicators[size_t(inst.plan->communicator)].ranks;
     t.members = ring.data();
     t.member_count = static_cast<uint32_t>(ring.size());
   }
@@ -827,10 +825,10 @@ std::vector<CollectiveEngine::Waiting> CollectiveEngine::waiting() const {
     if (inst.call == nullptr || inst.finishing) continue;
     Waiting w;
     w.op = static_cast<uint32_t>(inst.call->get_address());
-    w.communicator = inst.communicator;
+    w.communicator = inst.plan->communicator;
     w.sequence = inst.sequence;
     w.what = std::string(op_name(inst.plan->kind)) + " (" + algorithm_name(inst.plan->choice.algorithm) +
-             ") on communicator " + job_.communicators[inst.communicator].name + " (call " +
+             ") on communicator " + job_.communicators[inst.plan->communicator].name + " (call " +
              std::to_string(inst.sequence) + "), " +
              std::to_string(inst.plan->recvs_expected - inst.recvs_done) + " of " +
              std::to_string(inst.plan->recvs_expected) + " chunks not received";

@@ -195,9 +195,8 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
   };
   struct Instance {
     tlm::tlm_generic_payload* call = nullptr;  // the command processor's transaction
-    int communicator = -1;
     uint32_t sequence = 0;
-    const Plan* plan = nullptr;  // set when this rank joins
+    const Plan* plan = nullptr;  // set when this rank joins (with `call`)
     std::unique_ptr<Plan> own;   // a plan of this call alone (an all-to-all-v's sizes)
     std::vector<Progress> progress;  // per phase of the plan
     std::vector<double> channel_free;  // packet fidelity: when each channel is next free, seconds
