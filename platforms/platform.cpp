@@ -189,7 +189,7 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
   models::GpuConfig gpu_config;
   gpu_config.spec = config_.gpu;
   gpu_config.ingress_buffer_chunks = chunks_in(config_.gpu_buffer_bytes, chunk);
-  gpu_config.collectives = collectives;
+  gpu_config.collectives = std::make_shared<const models::CollectiveSettings>(collectives);
   groups_.reserve(nodes + 1);
   for (uint32_t n = 0; n < nodes; ++n) {
     groups_.push_back(std::make_unique<Group>(("node" + std::to_string(n)).c_str()));

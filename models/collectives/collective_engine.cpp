@@ -23,16 +23,18 @@ TunerConfig tuner_config(const CollectiveEngineConfig& c) {
 }
 }  // namespace
 
+CollectiveSettings::CollectiveSettings(const CollectiveEngineConfig& c) : config(c), tuner(tuner_config(c), c.fabric) {}
+
 CollectiveEngine::CollectiveEngine(sc_core::sc_module_name name, int rank,
                                    const workloads::Job& job, protocol::PayloadPool& pool,
-                                   FabricInjector& fabric, const CollectiveEngineConfig& config,
+                                   FabricInjector& fabric, std::shared_ptr<const CollectiveSettings> settings,
                                    SmObserver* sms)
-    : sc_module(name), socket("socket"), rank_(rank), job_(job), pool_(pool), fabric_(fabric),
-      config_(config), tuner_(tuner_config(config), config.fabric), sm_observer_(sms),
-      communicators_(config.communicators
-                         ? config.communicators
-                         : std::make_shared<const CommunicatorTable>(job, config.gpus_per_node, config.dimensions,
-                                                                     config.fabric.gpus_per_node)),
+    : sc_module(name), socket("socket"), settings_(std::move(settings)), config_(settings_->config),
+      tuner_(settings_->tuner), rank_(rank), pool_(pool), fabric_(fabric), sm_observer_(sms), job_(job),
+      communicators_(config_.communicators
+                         ? config_.communicators
+                         : std::make_shared<const CommunicatorTable>(job, config_.gpus_per_node, config_.dimensions,
+                                                                     config_.fabric.gpus_per_node)),
       finished_event_("finished"), peq_("latency", this, &CollectiveEngine::delayed) {
   socket.register_nb_transport_fw(this, &CollectiveEngine::nb_transport_fw);
   memberships_ = communicators_->begin(rank);

@@ -14,7 +14,10 @@ Gpu::Gpu(sc_core::sc_module_name name, int rank, const GpuConfig& config,
   compute_ = std::make_unique<ComputeEngine>("compute_engine", config_.spec, activity_, false);
   copy_ = std::make_unique<ComputeEngine>("copy_engine", config_.spec, activity_, true);
   collectives_ = std::make_unique<CollectiveEngine>("collective_engine", rank, job, pool, *this,
-                                                    config_.collectives, this);
+                                                    config_.collectives ? config_.collectives
+                                                                        : std::make_shared<const CollectiveSettings>(
+                                                                              CollectiveEngineConfig{}),
+                                                    this);
   command_processor_ = std::make_unique<CommandProcessor>("command_processor", pool, activity_);
   command_processor_->to_compute.bind(compute_->socket);
   command_processor_->to_copy.bind(copy_->socket);

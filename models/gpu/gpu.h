@@ -23,7 +23,8 @@ struct GpuConfig {
   GpuSpec spec;
   unsigned fabric_ports = 1;        // NVLink port groups (one per NVSwitch) and the PCIe port
   unsigned ingress_buffer_chunks = 8;
-  CollectiveEngineConfig collectives;
+  // The collective engine's settings, shared by a platform's GPUs (null: the defaults).
+  std::shared_ptr<const CollectiveSettings> collectives;
 };
 
 class Gpu : public sc_core::sc_module,
