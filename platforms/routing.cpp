@@ -102,12 +102,18 @@ struct RouteRule {
   }
 };
 
+struct NoPorts {
+  void operator()(uint32_t, uint32_t, uint32_t) const {}
+};
+
 // Least-cost distances from `sources`; `transit(d)` says whether paths may pass through
 // device d (sources always expand). Hop costs are small integers, so the frontier is a bucket
-// per distance (Dial's algorithm) rather than a heap.
-template <typename Transit>
+// per distance (Dial's algorithm) rather than a heap. As device u leaves the frontier at its
+// least cost d, `settled(u, d, i)` is told each of its ports i that leads no farther than d
+// plus the port's cost: every device nearer than u is final by then.
+template <typename Transit, typename Settled = NoPorts>
 void distances(const Adjacency& graph, const std::vector<uint32_t>& sources, Transit transit,
-               std::vector<uint32_t>& dist, Frontier& frontier) {
+               std::vector<uint32_t>& dist, Frontier& frontier, Settled settled = {}) {
   dist.assign(graph.begin.size() - 1, kFar);
   for (auto& bucket : frontier) bucket.clear();
   if (frontier.empty()) frontier.resize(1);
@@ -126,9 +132,48 @@ void distances(const Adjacency& graph, const std::vector<uint32_t>& sources, Tra
           dist[w] = via;
           if (frontier.size() <= via) frontier.resize(via + 1);
           frontier[via].push_back(w);
+        } else {
+          settled(u, d, i);
         }
       }
     }
+}
+
+// A switch's hops of least cost toward the sources: ports into switches nearer by their cost.
+struct NearestHops {
+  std::vector<uint32_t> first, count;  // per device, into `ports` (absolute port indices)
+  std::vector<uint32_t> ports;
+};
+
+// distances() from `sources` through switches (devices from `gateways` on), with every
+// switch's hops of least cost found as it leaves the frontier: one visit of its ports serves
+// both (a network's columns visit every port once per key, and a second visit was half their
+// cost).
+void nearest_hops(const Adjacency& graph, const std::vector<uint32_t>& sources, uint32_t gateways,
+                  std::vector<uint32_t>& dist, Frontier& frontier, NearestHops& hops) {
+  hops.count.assign(graph.begin.size() - 1, 0);
+  hops.first.resize(graph.begin.size() - 1);
+  hops.ports.clear();
+  auto transit = [gateways](uint32_t d) { return d >= gateways; };
+  distances(graph, sources, transit, dist, frontier, [&](uint32_t u, uint32_t d, uint32_t i) {
+    const uint32_t w = graph.peer[i];
+    if (d == 0 || w < gateways || dist[w] + graph.cost[i] != d) return;
+    if (hops.count[u]++ == 0) hops.first[u] = static_cast<uint32_t>(hops.ports.size());
+    hops.ports.push_back(i);
+  });
+}
+
+// The hops of least cost from switch x toward `target` that the network's rule allows (a
+// torus's dimension order, a dragonfly's groups), which distances alone do not give.
+void ruled_hops(const Adjacency& g, const RouteRule& rule, const std::vector<uint32_t>& dist, uint32_t target,
+                uint32_t x, std::vector<std::pair<uint16_t, double>>& choices) {
+  auto allowed = [&](uint32_t w) { return w >= rule.net.gateways && dist[w] != kFar && rule.allows(x, w, target); };
+  uint32_t best = kFar;
+  for (uint32_t i = g.begin[x]; i < g.begin[x + 1]; ++i)
+    if (allowed(g.peer[i])) best = std::min(best, dist[g.peer[i]] + g.cost[i]);
+  for (uint32_t i = g.begin[x]; i < g.begin[x + 1]; ++i)
+    if (allowed(g.peer[i]) && dist[g.peer[i]] + g.cost[i] == best)
+      choices.emplace_back(static_cast<uint16_t>(i - g.begin[x]), g.bandwidth[i]);
 }
 
 }  // namespace
@@ -254,6 +299,7 @@ struct Routing::NetworkColumns {
   // choices and list.
   std::vector<uint32_t> column, next, dist;
   Frontier frontier;
+  NearestHops hops;
   std::vector<std::pair<uint16_t, double>> choices;
   std::vector<uint16_t> list;
 };
@@ -429,26 +475,19 @@ const Routing::KeyColumn& Routing::column(uint32_t k) const {
     if (!given) n.list_of.insert(h.value, added);  // (a different list of the same hash: not shared)
     return n.last[device] = added;
   };
-  distances(g, n.key_switches[k], [&](uint32_t d) { return d >= gws; }, n.dist, n.frontier);
-  n.column.assign(devices - gws, PortLists::kNone);
   // Of the hops the network's rule allows (all, on most networks), the shortest.
   const RouteRule rule{topology_.network, g};
   const bool ruled = rule.any() && n.key_switches[k].size() == 1;
-  auto allowed = [&](uint32_t x, uint32_t w) {
-    return w >= gws && n.dist[w] != kFar && (!ruled || rule.allows(x, w, n.key_switches[k][0]));
-  };
+  if (ruled) distances(g, n.key_switches[k], [&](uint32_t d) { return d >= gws; }, n.dist, n.frontier);
+  else nearest_hops(g, n.key_switches[k], gws, n.dist, n.frontier, n.hops);
+  n.column.assign(devices - gws, PortLists::kNone);
   for (uint32_t x = gws; x < devices; ++x) {
     if (n.dist[x] == 0 || n.dist[x] == kFar) continue;
-    uint32_t best = n.dist[x];  // without a rule, a shortest hop reaches it
-    if (ruled) {
-      best = kFar;
-      for (uint32_t i = g.begin[x]; i < g.begin[x + 1]; ++i)
-        if (allowed(x, g.peer[i])) best = std::min(best, n.dist[g.peer[i]] + g.cost[i]);
-    }
     n.choices.clear();
-    for (uint32_t i = g.begin[x]; i < g.begin[x + 1]; ++i)
-      if (allowed(x, g.peer[i]) && n.dist[g.peer[i]] + g.cost[i] == best)
-        n.choices.emplace_back(static_cast<uint16_t>(i - g.begin[x]), g.bandwidth[i]);
+    if (ruled) ruled_hops(g, rule, n.dist, n.key_switches[k][0], x, n.choices);
+    else
+      for (uint32_t j = n.hops.first[x], end = j + n.hops.count[x]; j < end; ++j)
+        n.choices.emplace_back(static_cast<uint16_t>(n.hops.ports[j] - g.begin[x]), g.bandwidth[n.hops.ports[j]]);
     weighted(n.choices, n.list);
     n.column[x - gws] = add_list(x);
   }
