@@ -107,7 +107,8 @@ struct NoPorts {
 };
 
 // Least-cost distances from `sources`; `transit(d)` says whether paths may pass through
-// device d (sources always expand). Hop costs are small integers, so the frontier is a bucket
+// device d (sources always expand; a device that does not is never queued: a network's
+// gateways outnumber its switches ten to one). Hop costs are small integers, so the frontier is a bucket
 // per distance (Dial's algorithm) rather than a heap. As device u leaves the frontier at its
 // least cost d, `settled(u, d, i)` is told each of its ports i that leads no farther than d
 // plus the port's cost: every device nearer than u is final by then.
@@ -130,6 +131,7 @@ void distances(const Adjacency& graph, const std::vector<uint32_t>& sources, Tra
         const uint32_t via = d + graph.cost[i];
         if (via < dist[w]) {
           dist[w] = via;
+          if (!transit(w)) continue;  // (it would leave the frontier without expanding)
           if (frontier.size() <= via) frontier.resize(via + 1);
           frontier[via].push_back(w);
         } else {
