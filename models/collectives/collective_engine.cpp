@@ -21,6 +21,24 @@ TunerConfig tuner_config(const CollectiveEngineConfig& c) {
   t.chunk_bytes = c.chunk_bytes;
   return t;
 }
+
+// The phases each phase gates (received() pumps them), grouped by gating phase, after the
+// bounds of each group (Plan::gates).
+void gates_of(const std::vector<Phase>& phases, std::vector<uint32_t>& gates) {
+  const size_t n = phases.size();
+  gates.assign(n + 1, 0);
+  for (const Phase& ph : phases)
+    for (int gate : {ph.after, ph.also_after})
+      if (gate >= 0) ++gates[size_t(gate) + 1];
+  gates[0] = static_cast<uint32_t>(n + 1);
+  for (size_t k = 0; k < n; ++k) gates[k + 1] += gates[k];
+  std::vector<uint32_t> fill(gates.begin(), gates.end() - 1);
+  gates.resize(gates.back());
+  for (size_t k = 0; k < n; ++k)
+    for (int gate : {phases[k].after, phases[k].also_after})
+      if (gate >= 0) gates[fill[size_t(gate)]++] = static_cast<uint32_t>(k);
+}
+
 }  // namespace
 
 CollectiveSettings::CollectiveSettings(const CollectiveEngineConfig& c) : config(c), tuner(tuner_config(c), c.fabric) {}
@@ -121,7 +139,7 @@ void CollectiveEngine::plan(Instance& inst, const protocol::CollectiveEvent& e) 
     }
     inst.plan = &it->second;
   }
-  inst.progress.assign(inst.plan->phases.size(), Progress{});
+  inst.track(inst.plan->phases.size());
   inst.channel_free.assign(inst.plan->timed_channels, 0.0);
 }
 
@@ -263,17 +281,7 @@ void CollectiveEngine::plan_schedule(Plan& plan, const protocol::CollectiveEvent
       }
     }
   }
-  // The phases each phase gates (received() pumps them), grouped by gating phase.
-  plan.gated_begin.assign(phases.size() + 1, 0);
-  for (const Phase& ph : phases)
-    for (int gate : {ph.after, ph.also_after})
-      if (gate >= 0) ++plan.gated_begin[size_t(gate) + 1];
-  for (size_t k = 0; k < phases.size(); ++k) plan.gated_begin[k + 1] += plan.gated_begin[k];
-  plan.gated.resize(plan.gated_begin.back());
-  std::vector<uint32_t> fill(plan.gated_begin.begin(), plan.gated_begin.end() - 1);
-  for (size_t k = 0; k < phases.size(); ++k)
-    for (int gate : {phases[k].after, phases[k].also_after})
-      if (gate >= 0) plan.gated[fill[size_t(gate)]++] = static_cast<uint32_t>(k);
+  gates_of(phases, plan.gates);
   for (Phase& ph : phases) {
     if (ph.wire_factor == 0) ph.wire_factor = plan.wire_factor;
     for (const Transfer& t : ph.sends) {
@@ -536,12 +544,12 @@ void CollectiveEngine::launch(uint64_t flow) {
 void CollectiveEngine::pump(uint64_t flow, Instance& inst, size_t k) {
   if (!inst.launched) return;
   const Phase& ph = inst.plan->phases[k];
-  Progress& done = inst.progress[k];
+  Progress& done = inst.progress(k);
   // Chunk j may leave once each gating phase has received its share (j+1)/chunks.
   auto waits_for = [&](int gate, uint32_t j) {
     if (gate < 0) return false;
     const Phase& g = inst.plan->phases[size_t(gate)];
-    const uint64_t received = inst.progress[size_t(gate)].received;
+    const uint64_t received = inst.progress(size_t(gate)).received;
     if (ph.tail_waits)  // chunk j is some transfer's tail
       return received < g.receive_chunks &&
              std::any_of(ph.sends.begin(), ph.sends.end(), [j](const Transfer& t) { return j + 1 == t.chunks; });
@@ -623,9 +631,10 @@ void CollectiveEngine::received(uint64_t flow, Instance& inst, uint32_t step) {
     throw std::runtime_error(std::string(name()) + ": chunk of step " + std::to_string(step) +
                              " for a schedule of " + std::to_string(inst.plan->phases.size()) +
                              " steps (members disagree on the algorithm)");
-  ++inst.progress[step].received;
+  ++inst.progress(step).received;
   ++inst.recvs_done;
-  for (uint32_t i = inst.plan->gated_begin[step]; i < inst.plan->gated_begin[step + 1]; ++i) pump(flow, inst, inst.plan->gated[i]);
+  const std::vector<uint32_t>& gates = inst.plan->gates;
+  for (uint32_t i = gates[step]; i < gates[step + 1]; ++i) pump(flow, inst, gates[i]);
   check_done(flow, inst);
 }
 
@@ -816,7 +825,7 @@ void CollectiveEngine::packet_left(tlm::tlm_generic_payload& gp) {
   const uint64_t flow = t.flow;
   Instance& inst = instance(flow);
   ++inst.sends_done;
-  --inst.progress[t.step].in_flight;
+  --inst.progress(t.step).in_flight;
   pump(flow, inst, t.step);
   check_done(flow, inst);
 }

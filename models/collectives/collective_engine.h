@@ -191,8 +191,9 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
     double drain_s = 0;
     bool point_to_point = false;  // grouped sends and receives (Tuner::runs_p2p)
     std::vector<Phase> phases;
-    // The phases phase k gates: gated[gated_begin[k] .. gated_begin[k + 1]).
-    std::vector<uint32_t> gated_begin, gated;
+    // The phases phase k gates: gates[gates[k] .. gates[k + 1]) (the bounds first, one entry a
+    // phase and one more, then the gated phases: one buffer for a chunk's arrival to read).
+    std::vector<uint32_t> gates;
     uint64_t sends_expected = 0, recvs_expected = 0;
     bool echo = false;  // made by this rank alone (echo())
   };
@@ -202,17 +203,27 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
     uint32_t next = 0;       // next chunk index to send
     uint32_t in_flight = 0;  // chunks injected that have not left the GPU yet
   };
+  // A call on this rank. What a chunk's arrival reads comes first, its phases' progress inside
+  // it for the calls of a few phases (a tree's four: its own line, not another allocation).
   struct Instance {
-    tlm::tlm_generic_payload* call = nullptr;  // the command processor's transaction
-    uint32_t sequence = 0;
     const Plan* plan = nullptr;  // set when this rank joins (with `call`)
-    std::unique_ptr<Plan> own;   // a plan of this call alone (an all-to-all-v's sizes)
-    std::vector<Progress> progress;  // per phase of the plan
-    std::vector<double> channel_free;  // packet fidelity: when each channel is next free, seconds
-    bool launched = false;
+    tlm::tlm_generic_payload* call = nullptr;  // the command processor's transaction
     uint64_t sends_done = 0, recvs_done = 0;
+    uint32_t sequence = 0;
+    bool launched = false;
     bool finishing = false;
+    static constexpr size_t kInPlace = 4;
+    Progress in_place[kInPlace];
+    std::vector<Progress> beyond;  // phases from kInPlace on
+    std::unique_ptr<Plan> own;   // a plan of this call alone (an all-to-all-v's sizes)
+    std::vector<double> channel_free;  // packet fidelity: when each channel is next free, seconds
     std::vector<uint64_t> early;  // (step << 32 | chunk) that arrived before this rank joined
+    // Phase k's progress, of `phases` set by track().
+    Progress& progress(size_t k) { return k < kInPlace ? in_place[k] : beyond[k - kInPlace]; }
+    void track(size_t phases) {
+      std::fill(std::begin(in_place), std::end(in_place), Progress{});
+      beyond.assign(phases > kInPlace ? phases - kInPlace : 0, Progress{});
+    }
   };
   // A communicator's groups for the schedules that reduce in the node first (collnet,
   // NVLS-tree): this rank's node, the members at the same place in every node (in

@@ -69,11 +69,11 @@ class Gpu : public sc_core::sc_module,
   void check_destination(tlm::tlm_generic_payload& gp) const;
 
   int rank_;
+  std::unique_ptr<CollectiveEngine> collectives_;  // beside rank_: what a flow's arrival reads
   GpuConfig config_;
   GpuActivity activity_;
   std::unique_ptr<ComputeEngine> compute_;
   std::unique_ptr<ComputeEngine> copy_;
-  std::unique_ptr<CollectiveEngine> collectives_;
   std::unique_ptr<CommandProcessor> command_processor_;
   const Router* router_ = nullptr;
   FabricInjector* flow_fabric_ = nullptr;
