@@ -82,11 +82,40 @@ uint32_t RoutedPaths::network_link(uint32_t device, uint32_t port) const {
 
 std::vector<bool> RoutedPaths::links_that_cannot_fill(bool in_network_reduction) const {
   const std::vector<bool> network = routing_.links_that_cannot_fill(in_network_reduction);
-  if (network.empty()) return {};
   std::vector<bool> out(links_, false);
   const uint32_t first = 2 * topology_.nodes * node_links_;  // network_link's offset
   for (uint32_t l = 0; l < network.size(); ++l) out[first + l] = network[l];
+  const bool in_series = gateway_links_in_series(out);
+  if (network.empty() && !in_series) return {};
   return out;
+}
+
+// A gateway that is not a GPU (a NIC: no flow starts or ends there) with one port into its node
+// and one link to a switch passes every flow through whole, each way: its link into the node
+// carries exactly the flows that came over its network link, and the node's link into it
+// exactly those that leave over that link. Where the node's link is never busier than the
+// network link for a chunk of any size (LinkTiming::never_busier_than), the network link fills
+// first and the node's never constrains a flow (a DGX H100's NICs: PCIe gen5 at 63 GB/s behind
+// 400 Gb/s ports). Marks them in `out`; whether any.
+bool RoutedPaths::gateway_links_in_series(std::vector<bool>& out) const {
+  const NodeTemplate& nt = topology_.node;
+  const Graph& net = topology_.network.graph;
+  const uint32_t per_node = topology_.gateways_per_node();
+  bool any = false;
+  for (uint32_t g = 0; g < per_node; ++g) {
+    const uint32_t v = nt.gateways[g];
+    if (v < nt.gpus || nt.graph.ports(v) != 1) continue;
+    const protocol::LinkTiming& inside = nt.graph.links[nt.graph.devices[v].port_links[0]].timing;
+    const uint32_t out_of = nt.graph.directed_link(v, 0), into = out_of ^ 1;  // (a link's two directions)
+    for (uint32_t node = 0; node < topology_.nodes; ++node) {
+      const uint32_t gateway = node * per_node + g;
+      if (one_link_[gateway].out == kNoLink) continue;
+      if (!inside.never_busier_than(net.links[net.devices[gateway].port_links[0]].timing)) continue;
+      out[node_link_id(node, out_of)] = out[node_link_id(node, into)] = true;
+      any = true;
+    }
+  }
+  return any;
 }
 
 uint32_t RoutedPaths::network_switch(uint32_t x) const {

@@ -46,8 +46,9 @@ class RoutedPaths : public models::PathProvider {
   uint32_t tree_hop(uint32_t from, uint32_t port, const protocol::FabricTransfer& t,
                     std::vector<uint32_t>& links) const override;
 
-  // The network links no allocation can fill (Routing::links_that_cannot_fill), by link id;
-  // empty where that bound does not apply.
+  // The links no allocation can fill, by link id: the network's (Routing::links_that_cannot_fill)
+  // and the nodes' links into and out of gateways in series with a network link that fills
+  // first (gateway_links_in_series); empty where neither applies.
   std::vector<bool> links_that_cannot_fill(bool in_network_reduction) const;
 
   // The same names and kinds packet mode gives the link's module.
@@ -58,6 +59,7 @@ class RoutedPaths : public models::PathProvider {
 
  private:
   const GraphLink& graph_link(uint32_t id) const;
+  bool gateway_links_in_series(std::vector<bool>& out) const;
   // The directed link leaving `device` through `port` in the node graph (of node `node`) or
   // the network graph.
   uint32_t node_link(uint32_t node, uint32_t device, uint32_t port) const;

@@ -38,6 +38,16 @@ struct LinkTiming {
     return bandwidth_bytes_per_s == o.bandwidth_bytes_per_s && packet_overhead_bytes == o.packet_overhead_bytes &&
            max_packet_payload_bytes == o.max_packet_payload_bytes;
   }
+  // Whether a chunk of any size keeps this link busy no longer than it keeps `o` (a bound: here
+  // at most bytes x (1 + overhead / max payload) + overhead on the wire, there at least bytes +
+  // its overhead). Of two links that carry the same flows, such a link never fills first.
+  bool never_busier_than(const LinkTiming& o) const {
+    const double per_byte =
+        max_packet_payload_bytes == 0 ? 1.0 : 1.0 + double(packet_overhead_bytes) / max_packet_payload_bytes;
+    return per_byte * o.bandwidth_bytes_per_s <= bandwidth_bytes_per_s &&
+           double(packet_overhead_bytes) * o.bandwidth_bytes_per_s <=
+               double(o.packet_overhead_bytes) * bandwidth_bytes_per_s;
+  }
   // Payload bandwidth achieved by back-to-back chunks of `bytes`.
   double effective_bandwidth(uint64_t bytes) const {
     return bandwidth_bytes_per_s * double(bytes) / wire_bytes(bytes);

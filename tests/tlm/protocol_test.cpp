@@ -36,6 +36,39 @@ TEST_F(ProtocolTest, SerializationIsWireBytesOverBandwidthRoundedUpToAPicosecond
   EXPECT_EQ(plain.packets(123456), 1u);
 }
 
+// A DGX H100 NIC's PCIe gen5 link (63 GB/s, 24 bytes a 256-byte packet) is never busier than
+// its NDR port (50 GB/s, 66 bytes a 4,096-byte packet) for a chunk of any size: checked against
+// wire_bytes at every size to 64 KiB, at each packet boundary beyond, and the other way round
+// it is not.
+TEST_F(ProtocolTest, ALinkNeverBusierThanAnotherForAChunkOfAnySize) {
+  LinkTiming pcie, ndr;
+  pcie.bandwidth_bytes_per_s = 63e9;
+  pcie.packet_overhead_bytes = 24;
+  pcie.max_packet_payload_bytes = 256;
+  ndr.bandwidth_bytes_per_s = 50e9;
+  ndr.packet_overhead_bytes = 66;
+  ndr.max_packet_payload_bytes = 4096;
+  ASSERT_TRUE(pcie.never_busier_than(ndr));
+  auto check = [&](uint64_t bytes) {
+    EXPECT_LE(pcie.wire_bytes(bytes) / pcie.bandwidth_bytes_per_s, ndr.wire_bytes(bytes) / ndr.bandwidth_bytes_per_s)
+        << bytes;
+  };
+  for (uint64_t b = 0; b <= 65536; ++b) check(b);
+  for (uint64_t b = 4096; b <= (uint64_t(1) << 32); b *= 2) {
+    check(b - 1);
+    check(b + 1);
+  }
+  EXPECT_FALSE(ndr.never_busier_than(pcie));
+  EXPECT_FALSE(pcie.never_busier_than(pcie));  // (the bound is not tight: equal links both fill)
+  LinkTiming slow = pcie;
+  slow.bandwidth_bytes_per_s = 40e9;
+  EXPECT_FALSE(slow.never_busier_than(ndr));
+  LinkTiming heavy = pcie;  // fast, but a small chunk's header costs it more than NDR's
+  heavy.packet_overhead_bytes = 200;
+  heavy.max_packet_payload_bytes = 0;
+  EXPECT_FALSE(heavy.never_busier_than(ndr));
+}
+
 TEST_F(ProtocolTest, PoolReusesPayloadsWithTheirExtensions) {
   PayloadPool pool;
   tlm::tlm_generic_payload* a = pool.acquire();
