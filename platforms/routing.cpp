@@ -108,10 +108,10 @@ struct NoPorts {
 
 // Least-cost distances from `sources`; `transit(d)` says whether paths may pass through
 // device d (sources always expand; a device that does not is never queued: a network's
-// gateways outnumber its switches ten to one). Hop costs are small integers, so the frontier is a bucket
-// per distance (Dial's algorithm) rather than a heap. As device u leaves the frontier at its
-// least cost d, `settled(u, d, i)` is told each of its ports i that leads no farther than d
-// plus the port's cost: every device nearer than u is final by then.
+// gateways outnumber its switches ten to one). Hop costs are small integers, so the frontier
+// is a bucket per distance (Dial's algorithm) rather than a heap. As device u leaves the
+// frontier at its least cost d, `settled(u, d, i)` is told each of its ports i that leads no
+// farther than d plus the port's cost: every device nearer than u is final by then.
 template <typename Transit, typename Settled = NoPorts>
 void distances(const Adjacency& graph, const std::vector<uint32_t>& sources, Transit transit,
                std::vector<uint32_t>& dist, Frontier& frontier, Settled settled = {}) {
