@@ -143,8 +143,8 @@ void distances(const Adjacency& graph, const std::vector<uint32_t>& sources, Tra
 
 // A switch's hops of least cost toward the sources: ports into switches nearer by their cost.
 struct NearestHops {
-  std::vector<uint32_t> first, count;  // per device, into `ports` (absolute port indices)
-  std::vector<uint32_t> ports;
+  std::vector<uint32_t> first, count;  // per switch (device - gateways), into `ports`
+  std::vector<uint32_t> ports;         // absolute port indices
 };
 
 // distances() from `sources` through switches (devices from `gateways` on), with every
@@ -153,14 +153,14 @@ struct NearestHops {
 // cost).
 void nearest_hops(const Adjacency& graph, const std::vector<uint32_t>& sources, uint32_t gateways,
                   std::vector<uint32_t>& dist, Frontier& frontier, NearestHops& hops) {
-  hops.count.assign(graph.begin.size() - 1, 0);
-  hops.first.resize(graph.begin.size() - 1);
+  hops.count.assign(graph.begin.size() - 1 - gateways, 0);
+  hops.first.resize(graph.begin.size() - 1 - gateways);
   hops.ports.clear();
   auto transit = [gateways](uint32_t d) { return d >= gateways; };
   distances(graph, sources, transit, dist, frontier, [&](uint32_t u, uint32_t d, uint32_t i) {
     const uint32_t w = graph.peer[i];
-    if (d == 0 || w < gateways || dist[w] + graph.cost[i] != d) return;
-    if (hops.count[u]++ == 0) hops.first[u] = static_cast<uint32_t>(hops.ports.size());
+    if (d == 0 || w < gateways || dist[w] + graph.cost[i] != d) return;  // (u, not a source: a switch)
+    if (hops.count[u - gateways]++ == 0) hops.first[u - gateways] = static_cast<uint32_t>(hops.ports.size());
     hops.ports.push_back(i);
   });
 }
@@ -169,7 +169,7 @@ void nearest_hops(const Adjacency& graph, const std::vector<uint32_t>& sources, 
 // torus's dimension order, a dragonfly's groups), which distances alone do not give.
 void ruled_hops(const Adjacency& g, const RouteRule& rule, const std::vector<uint32_t>& dist, uint32_t target,
                 uint32_t x, std::vector<std::pair<uint16_t, double>>& choices) {
-  auto allowed = [&](uint32_t w) { return w >= rule.net.gateways && dist[w] != kFar && rule.allows(x, w, target); };
+  auto allowed = [&](uint32_t w) { return dist[w] != kFar && rule.allows(x, w, target); };  // (allows: switches only)
   uint32_t best = kFar;
   for (uint32_t i = g.begin[x]; i < g.begin[x + 1]; ++i)
     if (allowed(g.peer[i])) best = std::min(best, dist[g.peer[i]] + g.cost[i]);
@@ -488,7 +488,7 @@ const Routing::KeyColumn& Routing::column(uint32_t k) const {
     n.choices.clear();
     if (ruled) ruled_hops(g, rule, n.dist, n.key_switches[k][0], x, n.choices);
     else
-      for (uint32_t j = n.hops.first[x], end = j + n.hops.count[x]; j < end; ++j)
+      for (uint32_t j = n.hops.first[x - gws], end = j + n.hops.count[x - gws]; j < end; ++j)
         n.choices.emplace_back(static_cast<uint16_t>(n.hops.ports[j] - g.begin[x]), g.bandwidth[n.hops.ports[j]]);
     weighted(n.choices, n.list);
     n.column[x - gws] = add_list(x);
