@@ -246,7 +246,7 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
     flow_fabric_ = std::make_unique<models::FlowFabric>("fabric", *flow_paths_, &pool);
     flow_fabric_->never_fill(flow_paths_->links_that_cannot_fill(config_.network.in_network_reduction));
     for (auto& gpu : gpus_) {
-      flow_fabric_->attach(static_cast<uint32_t>(gpu->rank()), *gpu);
+      flow_fabric_->attach(static_cast<uint32_t>(gpu->rank()), gpu->collectives());
       gpu->set_flow_fabric(*flow_fabric_);
     }
     return;

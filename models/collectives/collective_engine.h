@@ -65,6 +65,15 @@ class FabricInjector {
   virtual void inject(tlm::tlm_generic_payload& gp, PacketSource& source) = 0;
 };
 
+// Where a flow ends (flow fidelity): the destination GPU's collective engine, which releases the
+// payload. The flow fabric calls it directly, not through its GPU: an arrival then reads the one
+// record it changes (at tens of thousands of GPUs, a GPU's record is one more cache miss).
+class FlowSink {
+ public:
+  virtual ~FlowSink() = default;
+  virtual void flow_arrived(uint32_t rank, tlm::tlm_generic_payload& gp) = 0;
+};
+
 // Learns how many SMs the running collectives hold (the GPU slows its compute engine).
 class SmObserver {
  public:
@@ -113,7 +122,7 @@ struct CollectiveSettings {
   Tuner tuner;
 };
 
-class CollectiveEngine : public sc_core::sc_module, public PacketSource {
+class CollectiveEngine : public sc_core::sc_module, public PacketSource, public FlowSink {
  public:
   protocol::TargetSocket<CollectiveEngine> socket;
 
@@ -123,6 +132,8 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource {
 
   // A chunk for this GPU arrived from the fabric; the engine consumes (releases) it.
   void chunk_arrived(tlm::tlm_generic_payload& gp);
+  // The same from the flow fabric, for GPU `rank` (this one's, or the run stops).
+  void flow_arrived(uint32_t rank, tlm::tlm_generic_payload& gp) override;
   // A chunk this engine injected has left the GPU.
   void packet_left(tlm::tlm_generic_payload& gp) override;
 

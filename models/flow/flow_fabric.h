@@ -38,7 +38,7 @@
 //
 // Wiring, done by the platform builder:
 //   FlowFabric fabric("fabric", provider);    // provider outlives the fabric
-//   fabric.attach(rank, gpu);                 // for every rank: the Gpu implements FlowSink
+//   fabric.attach(rank, engine);              // for every rank: its collective engine (a FlowSink)
 //   ... the Gpu's FabricInjector::inject forwards to fabric.inject(gp, source).
 #pragma once
 
@@ -135,14 +135,6 @@ class PathProvider {
   virtual uint32_t tree_hop(uint32_t from, uint32_t port, const protocol::FabricTransfer& t,
                             std::vector<uint32_t>& links) const;
   static constexpr uint32_t kNoSwitch = ~0u;
-};
-
-// Where a flow ends: the destination GPU (it hands the chunk to its collective engine, which
-// releases the payload).
-class FlowSink {
- public:
-  virtual ~FlowSink() = default;
-  virtual void flow_arrived(uint32_t rank, tlm::tlm_generic_payload& gp) = 0;
 };
 
 class FlowFabric : public sc_core::sc_module, public FabricInjector {

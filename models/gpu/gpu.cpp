@@ -65,12 +65,6 @@ void Gpu::packet_arrived(unsigned port, tlm::tlm_generic_payload& gp) {
   collectives_->chunk_arrived(gp);
 }
 
-void Gpu::flow_arrived(uint32_t, tlm::tlm_generic_payload& gp) {
-  check_destination(gp);
-  // The engine releases the sender's reference; the flow fabric then releases its own.
-  collectives_->chunk_arrived(gp);
-}
-
 void Gpu::check_destination(tlm::tlm_generic_payload& gp) const {
   const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
   if (t.receiver() != static_cast<uint32_t>(rank_))

@@ -29,7 +29,6 @@ struct GpuConfig {
 
 class Gpu : public sc_core::sc_module,
             public PacketSink,
-            public FlowSink,
             public FabricInjector,
             public SmObserver {
  public:
@@ -60,7 +59,6 @@ class Gpu : public sc_core::sc_module,
   const GpuActivity& activity() const { return activity_; }
 
   void packet_arrived(unsigned port, tlm::tlm_generic_payload& gp) override;
-  void flow_arrived(uint32_t rank, tlm::tlm_generic_payload& gp) override;
   void inject(tlm::tlm_generic_payload& gp, PacketSource& source) override;
   // Collective kernels hold `sms` SMs: compute kernels get the rest.
   void collective_sms_changed(int sms) override;
