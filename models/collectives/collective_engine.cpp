@@ -48,7 +48,7 @@ CollectiveEngine::CollectiveEngine(sc_core::sc_module_name name, int rank,
                                    FabricInjector& fabric, std::shared_ptr<const CollectiveSettings> settings,
                                    SmObserver* sms)
     : sc_module(name), socket("socket"), settings_(std::move(settings)), config_(settings_->config),
-      tuner_(settings_->tuner), rank_(rank), pool_(pool), fabric_(fabric), sm_observer_(sms), job_(job),
+      tuner_(settings_->tuner), rank_(rank), pool_(pool), fabric_(&fabric), sm_observer_(sms), job_(job),
       communicators_(config_.communicators
                          ? config_.communicators
                          : std::make_shared<const CommunicatorTable>(job, config_.gpus_per_node, config_.dimensions,
@@ -623,7 +623,7 @@ void CollectiveEngine::send_chunk(uint64_t flow, Instance& inst, const Phase& ph
       return;
     }
   }
-  fabric_.inject(*gp, *this);
+  fabric_->inject(*gp, *this);
 }
 
 void CollectiveEngine::received(uint64_t flow, Instance& inst, uint32_t step) {
@@ -729,7 +729,7 @@ void CollectiveEngine::start_send(tlm::tlm_generic_payload& call) {
       peq_.notify(*gp, INJECT, sc_time(start, sc_core::SC_SEC));
       continue;
     }
-    fabric_.inject(*gp, *this);
+    fabric_->inject(*gp, *this);
   }
 }
 
@@ -806,7 +806,7 @@ void CollectiveEngine::delayed(tlm::tlm_generic_payload& gp, const tlm::tlm_phas
     return;
   }
   if (phase == INJECT) {
-    fabric_.inject(gp, *this);
+    fabric_->inject(gp, *this);
     return;
   }
   if (phase == DRAINED) {

@@ -134,6 +134,9 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource, public 
   void chunk_arrived(tlm::tlm_generic_payload& gp);
   // The same from the flow fabric, for GPU `rank` (this one's, or the run stops).
   void flow_arrived(uint32_t rank, tlm::tlm_generic_payload& gp) override;
+  // Flow fidelity: chunks go straight to the flow fabric, not through the GPU's injector (which
+  // would hand them on: one record fewer to read per chunk).
+  void inject_into(FabricInjector& fabric) { fabric_ = &fabric; }
   // A chunk this engine injected has left the GPU.
   void packet_left(tlm::tlm_generic_payload& gp) override;
 
@@ -304,7 +307,7 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource, public 
   int rank_;
   int sms_in_use_ = 0;
   protocol::PayloadPool& pool_;
-  FabricInjector& fabric_;
+  FabricInjector* fabric_;  // its GPU's ports, or the flow fabric itself (inject_into)
   SmObserver* sm_observer_;
   // The instance looked up last: a call's chunks arrive and leave in runs, and finding an
   // instance by its flow (a prime modulo and a node in another cache line) was the largest

@@ -43,7 +43,10 @@ class Gpu : public sc_core::sc_module,
   // Which port a chunk leaves through (the platform's routing).
   void set_router(const Router& router) { router_ = &router; }
   // Flow fidelity: chunks go to the flow fabric instead of the ports (the GPU then has none).
-  void set_flow_fabric(FabricInjector& fabric) { flow_fabric_ = &fabric; }
+  void set_flow_fabric(FabricInjector& fabric) {
+    flow_fabric_ = &fabric;
+    collectives_->inject_into(fabric);
+  }
 
   CommandProcessor& command_processor() { return *command_processor_; }
   const CommandProcessor& command_processor() const { return *command_processor_; }
