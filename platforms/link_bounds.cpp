@@ -159,6 +159,7 @@ class Routing::SpreadToEveryKey {
         groups_(groups), receivers_(receivers), partition_(graph_.devices.size(), kNone),
         lists_by_label_(graph_.devices.size()),
         slot_(graph_.devices.size(), kNone) {
+    r_.prepare_every_column();  // its spreads route toward every key
     // Each port's far end and directed link, flat: the spreads read them some 10^8 times.
     first_port_.reserve(graph_.devices.size() + 1);
     for (uint32_t x = 0; x < graph_.devices.size(); ++x) {

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "platforms/every_key_hops.h"
 #include "platforms/keyed_table.h"
 
 namespace tessera::platforms {
@@ -320,6 +321,10 @@ struct Routing::NetworkColumns {
   // list with no weighing and no compare of lists (half a column's cost on 65,536 GPUs).
   std::vector<uint64_t> hop_set;
   std::vector<uint32_t> hop_set_list;
+  // Every key's hops, found at once (prepare_every_column), and per switch and set of hops its
+  // list, made on first use (PortLists::kNone until then).
+  EveryKeyHops every;
+  std::vector<std::vector<uint32_t>> every_lists;
 };
 
 Routing::~Routing() = default;
@@ -463,6 +468,19 @@ uint32_t Routing::switch_entry(const KeyColumn& c, uint32_t s) const {
   return network_->blocks[size_t(c.switch_blocks[s / kColumnBlock]) * kColumnBlock + s % kColumnBlock];
 }
 
+bool Routing::prepare_every_column() const {
+  if (!network_) return false;
+  NetworkColumns& n = *network_;
+  if (!n.every.empty()) return true;
+  // A ruled network's hops are not the nearest alone, and a gateway with several uplinks takes
+  // its own from the distances: those keep their searches key by key.
+  if (RouteRule{topology_.network, n.g}.any() || !n.multi_uplink.empty()) return false;
+  n.every = every_key_hops(n.g.begin, n.g.peer, n.g.cost, topology_.network.gateways, n.key_switches);
+  n.every_lists.resize(n.every.sets.size());
+  for (size_t s = 0; s < n.every.sets.size(); ++s) n.every_lists[s].assign(n.every.sets[s].size(), PortLists::kNone);
+  return !n.every.empty();
+}
+
 // Key k's column: a search from its switches, then each switch's (and multi-uplink gateway's)
 // next hops toward it, those of equal least cost weighted by bandwidth. Built on the first
 // route toward the key: a run routes toward few of the keys of a large network (with symmetry,
@@ -493,12 +511,31 @@ const Routing::KeyColumn& Routing::column(uint32_t k) const {
     if (!given) n.list_of.insert(h.value, added);  // (a different list of the same hash: not shared)
     return n.last[device] = added;
   };
+  n.column.assign(devices - gws, PortLists::kNone);
+  if (!n.every.empty()) {  // every key's hops are known: each switch's set of them
+    const uint8_t* index = &n.every.index[size_t(k) * n.every.switches];
+    for (uint32_t s = 0; s < n.every.switches; ++s) {
+      if (index[s] == EveryKeyHops::kNone) continue;
+      uint32_t& list = n.every_lists[s][index[s]];
+      if (list == PortLists::kNone) {
+        n.choices.clear();
+        for (uint64_t set = n.every.sets[s][index[s]]; set != 0; set &= set - 1) {
+          const uint16_t port = static_cast<uint16_t>(__builtin_ctzll(set));
+          n.choices.emplace_back(port, g.port_bandwidth(gws + s, port));
+        }
+        weighted(n.choices, n.list);
+        list = add_list(gws + s);
+      }
+      n.column[s] = list;
+    }
+    store_blocks(n, c);  // (no gateway has several uplinks here)
+    return c;
+  }
   // Of the hops the network's rule allows (all, on most networks), the shortest.
   const RouteRule rule{topology_.network, g};
   const bool ruled = rule.any() && n.key_switches[k].size() == 1;
   if (ruled) distances(g, n.key_switches[k], [&](uint32_t d) { return d >= gws; }, n.dist, n.frontier);
   else nearest_hops(g, n.key_switches[k], gws, n.dist, n.frontier, n.hops);
-  n.column.assign(devices - gws, PortLists::kNone);
   n.hop_set.resize(devices - gws, 0);
   n.hop_set_list.resize(devices - gws, PortLists::kNone);
   for (uint32_t x = gws; x < devices; ++x) {

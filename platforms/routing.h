@@ -179,6 +179,13 @@ class Routing {
   // Entries the network's columns hold so far: their blocks' lists and the columns' blocks.
   size_t column_entries() const;
 
+  // Finds every key's hops at once (platforms/every_key_hops.h) for the columns built from then
+  // on: for a caller that routes toward every key (the bound on links that cannot fill). The
+  // columns are the same as key by key, each built on first use as before. False where they
+  // are still searched key by key: a ruled network (torus, dragonfly), a gateway with several
+  // uplinks, a switch of more than 64 ports.
+  bool prepare_every_column() const;
+
  private:
   // The port of `device`'s list toward `target` (a GPU, or nt.gpus + a gateway) that t's hash picks.
   uint32_t node_pick(uint32_t node, uint32_t device, uint32_t target, const protocol::FabricTransfer& t) const;
