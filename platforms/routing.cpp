@@ -318,7 +318,7 @@ struct Routing::NetworkColumns {
   // By switch (device - gateways): its hops toward the last key it took a list toward, as a set
   // of its first 64 ports (0: none such), and that list. A switch's list is a function of its
   // hops alone, and toward most keys a switch has the same hops (its uplinks): those reuse the
-  // list with no weighing and no compare of lists (half a column's cost on 65,536 GPUs).
+  // list with no weighing and no compare of lists (for the columns searched key by key).
   std::vector<uint64_t> hop_set;
   std::vector<uint32_t> hop_set_list;
   // Every key's hops, found at once (prepare_every_column), and per switch and set of hops its
