@@ -32,8 +32,8 @@ void transpose_bits(uint64_t rows[64]);
 // switches only. `key_switches`: per key, the switches its gateways hang off (its sources). The
 // hops of a switch are the ports into switches nearer the key by the port's cost, as
 // Routing::column finds them key by key. Empty (the caller searches key by key) where a switch
-// has more than 64 ports or 254 distinct sets of hops, or a key hangs off a device that is not
-// a switch.
+// has more than 64 ports or more than 255 distinct sets of hops, a key hangs off a device that
+// is not a switch, or the levels of cost would pass 256 MB.
 EveryKeyHops every_key_hops(const std::vector<uint32_t>& begin, const std::vector<uint32_t>& peer,
                             const std::vector<uint8_t>& cost, uint32_t gateways,
                             const std::vector<std::vector<uint32_t>>& key_switches);

@@ -39,7 +39,7 @@
 // Wiring, done by the platform builder:
 //   FlowFabric fabric("fabric", provider);    // provider outlives the fabric
 //   fabric.attach(rank, engine);              // for every rank: its collective engine (a FlowSink)
-//   ... the Gpu's FabricInjector::inject forwards to fabric.inject(gp, source).
+//   gpu.set_flow_fabric(fabric);              // its engine injects into fabric.inject(gp, source)
 #pragma once
 
 #include <cmath>
