@@ -759,10 +759,14 @@ void CollectiveEngine::match_receives(uint64_t k, PointToPoint& p2p) {
   if (p2p.available == 0) receives_.erase(k);  // (a message's tag: most are used once)
 }
 
-void CollectiveEngine::flow_arrived(uint32_t, tlm::tlm_generic_payload& gp) {
+void CollectiveEngine::check_receiver(tlm::tlm_generic_payload& gp) const {
   const uint32_t receiver = protocol::fabric_transfer(gp).receiver();
   if (receiver != static_cast<uint32_t>(rank_))
     throw std::runtime_error(std::string(name()) + ": received a chunk for GPU " + std::to_string(receiver));
+}
+
+void CollectiveEngine::flow_arrived(uint32_t, tlm::tlm_generic_payload& gp) {
+  check_receiver(gp);
   // This engine releases the sender's reference; the flow fabric then releases its own.
   chunk_arrived(gp);
 }

@@ -134,6 +134,8 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource, public 
   void chunk_arrived(tlm::tlm_generic_payload& gp);
   // The same from the flow fabric, for GPU `rank` (this one's, or the run stops).
   void flow_arrived(uint32_t rank, tlm::tlm_generic_payload& gp) override;
+  // Throws std::runtime_error where `gp` arrives at another GPU than this engine's.
+  void check_receiver(tlm::tlm_generic_payload& gp) const;
   // Flow fidelity: chunks go straight to the flow fabric, not through the GPU's injector (which
   // would hand them on: one record fewer to read per chunk).
   void inject_into(FabricInjector& fabric) { fabric_ = &fabric; }

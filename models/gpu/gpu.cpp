@@ -60,16 +60,9 @@ void Gpu::collective_sms_changed(int sms) {
 }
 
 void Gpu::packet_arrived(unsigned port, tlm::tlm_generic_payload& gp) {
-  check_destination(gp);
+  collectives_->check_receiver(gp);
   ingress_[port]->packet_left(gp);  // the engine drains its receive buffer at once
   collectives_->chunk_arrived(gp);
-}
-
-void Gpu::check_destination(tlm::tlm_generic_payload& gp) const {
-  const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);
-  if (t.receiver() != static_cast<uint32_t>(rank_))
-    throw std::runtime_error(std::string(name()) + ": received a chunk for GPU " +
-                             std::to_string(protocol::fabric_transfer(gp).destination));
 }
 
 }  // namespace tessera::models

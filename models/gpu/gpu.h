@@ -67,7 +67,6 @@ class Gpu : public sc_core::sc_module,
   void collective_sms_changed(int sms) override;
 
  private:
-  void check_destination(tlm::tlm_generic_payload& gp) const;
 
   int rank_;
   std::unique_ptr<CollectiveEngine> collectives_;  // beside rank_: what a flow's arrival reads
