@@ -13,16 +13,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/temp_folder.h"
+
 namespace tessera::calibration::testing {
 
 using json = nlohmann::json;
 
 inline std::string temp_dir() {
-  static const std::string dir = [] {
-    char pattern[] = "/tmp/tessera-calibration-XXXXXX";
-    return std::string(mkdtemp(pattern));
-  }();
-  return dir;
+  static const test_support::TempFolder folder("/tmp/tessera-calibration-");
+  return folder.path();
 }
 
 inline std::string write_text(const std::string& name, const std::string& text) {

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/temp_folder.h"
+
 namespace cli_testing {
 
 struct Result {
@@ -17,11 +19,8 @@ struct Result {
 };
 
 inline std::string temp_dir() {
-  static std::string dir = [] {
-    char tmpl[] = "/tmp/tessera-cli-XXXXXX";
-    return std::string(mkdtemp(tmpl));
-  }();
-  return dir;
+  static const test_support::TempFolder folder("/tmp/tessera-cli-");
+  return folder.path();
 }
 
 inline std::string read_file(const std::string& path) {

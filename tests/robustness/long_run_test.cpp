@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "child_process.h"
+#include "tests/support/temp_folder.h"
 
 namespace robustness {
 namespace {
@@ -39,8 +40,8 @@ LongRunResult run_iterations(const std::string& folder, int iterations) {
 }
 
 TEST(LongRun, TenThousandIterationsAtFlatMemory) {
-  char name[] = "/tmp/tessera-long-run-XXXXXX";
-  const std::string folder = mkdtemp(name);
+  const test_support::TempFolder scratch("/tmp/tessera-long-run-");
+  const std::string& folder = scratch.path();
   std::ofstream(folder + "/job.yaml") << small_job();
   const LongRunResult few = run_iterations(folder, 100);
   const LongRunResult many = run_iterations(folder, 10000);

@@ -11,6 +11,7 @@
 
 #include "catalogue.h"
 #include "child_process.h"
+#include "tests/support/temp_folder.h"
 
 namespace robustness {
 namespace {
@@ -25,10 +26,6 @@ std::vector<std::string> split_args(const std::string& line) {
   return args;
 }
 
-std::string fresh_folder() {
-  char name[] = "/tmp/tessera-robustness-XXXXXX";
-  return mkdtemp(name);
-}
 
 int lines(const std::string& text) {
   int n = 0;
@@ -41,7 +38,8 @@ class BadInput : public ::testing::TestWithParam<Case> {};
 TEST_P(BadInput, OneLineWithSourceValueAndStatus) {
   const Case& c = GetParam();
   SCOPED_TRACE(std::string("tessera ") + c.args);
-  const std::string folder = fresh_folder();
+  const test_support::TempFolder scratch("/tmp/tessera-robustness-");
+  const std::string& folder = scratch.path();
   for (const File& f : c.files) std::ofstream(folder + "/" + f.name) << f.text;
   const Outcome r = run_child(TESSERA_BIN, split_args(c.args), folder, Limits{});
   ASSERT_FALSE(r.timed_out) << "hung";
@@ -55,7 +53,6 @@ TEST_P(BadInput, OneLineWithSourceValueAndStatus) {
   if (c.status == 2) {
     EXPECT_EQ(r.out, "") << "bad input prints nothing";
   }
-  std::system(("rm -rf " + folder).c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Catalogue, BadInput, ::testing::ValuesIn(catalogue()),
