@@ -190,6 +190,7 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
   gpu_config.spec = config_.gpu;
   gpu_config.ingress_buffer_chunks = chunks_in(config_.gpu_buffer_bytes, chunk);
   gpu_config.collectives = std::make_shared<const models::CollectiveSettings>(collectives);
+  collective_latencies_ = std::make_unique<models::CollectiveLatencies>("collective_latencies");
   groups_.reserve(nodes + 1);
   for (uint32_t n = 0; n < nodes; ++n) {
     groups_.push_back(std::make_unique<Group>(("node" + std::to_string(n)).c_str()));
@@ -198,7 +199,7 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config,
       gpu_config.fabric_ports = packet ? ng.ports(v) : 0;
       const int rank = static_cast<int>(n * nt.gpus + v);
       gpus_.push_back(std::make_unique<models::Gpu>(("gpu" + std::to_string(rank)).c_str(), rank,
-                                                    gpu_config, job, pool));
+                                                    gpu_config, job, pool, *collective_latencies_));
       node_routers_.emplace_back(routing, n, v);
       gpus_.back()->set_router(node_routers_.back());
     }

@@ -90,6 +90,7 @@ class Platform : public sc_core::sc_module {
   std::shared_ptr<const RoutedTopology> routed_;
   std::unique_ptr<AggregationTrees> trees_;  // in-network reduction
   std::vector<std::unique_ptr<sc_core::sc_module>> groups_;  // node0.., network
+  std::unique_ptr<models::CollectiveLatencies> collective_latencies_;  // every GPU's engine's
   std::vector<std::unique_ptr<models::Gpu>> gpus_;
   std::vector<std::unique_ptr<models::Crossbar>> switches_;  // node devices, then network
   std::vector<uint32_t> node_module_;   // template device -> index among a node's crossbars

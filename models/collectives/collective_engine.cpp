@@ -43,9 +43,13 @@ void gates_of(const std::vector<Phase>& phases, std::vector<uint32_t>& gates) {
 
 CollectiveSettings::CollectiveSettings(const CollectiveEngineConfig& c) : config(c), tuner(tuner_config(c), c.fabric) {}
 
+CollectiveLatencies::CollectiveLatencies(const char* name)
+    : protocol::PayloadEventQueue<CollectiveEngine>(name, &CollectiveEngine::delayed) {}
+
 CollectiveEngine::CollectiveEngine(sc_core::sc_module_name name, int rank,
                                    const workloads::Job& job, protocol::PayloadPool& pool,
-                                   FabricInjector& fabric, std::shared_ptr<const CollectiveSettings> settings,
+                                   FabricInjector& fabric, CollectiveLatencies& latencies,
+                                   std::shared_ptr<const CollectiveSettings> settings,
                                    SmObserver* sms)
     : sc_module(name), socket("socket"), settings_(std::move(settings)), config_(settings_->config),
       tuner_(settings_->tuner), rank_(rank), pool_(pool), fabric_(&fabric), sm_observer_(sms), job_(job),
@@ -53,7 +57,7 @@ CollectiveEngine::CollectiveEngine(sc_core::sc_module_name name, int rank,
                          ? config_.communicators
                          : std::make_shared<const CommunicatorTable>(job, config_.gpus_per_node, config_.dimensions,
                                                                      config_.fabric.gpus_per_node)),
-      finished_event_("finished"), peq_("latency", this, &CollectiveEngine::delayed) {
+      finished_event_("finished"), latencies_(latencies) {
   socket.register_nb_transport_fw(this, &CollectiveEngine::nb_transport_fw);
   memberships_ = communicators_->begin(rank);
   membership_count_ = size_t(communicators_->end(rank) - memberships_);
@@ -529,7 +533,7 @@ void CollectiveEngine::start_collective(tlm::tlm_generic_payload& call) {
           ? tuner_.cost(inst.plan->choice.algorithm, inst.plan->choice.protocol).launch_us * 1e-6 +
                 tuner_.ring_fill(e.kind, inst.plan->choice.algorithm, inst.plan->choice.protocol, e.bytes, communicators_->shape(e.communicator))
           : 0.0;
-  if (launch_s > 0) peq_.notify(call, LAUNCH, sc_time(launch_s, sc_core::SC_SEC));
+  if (launch_s > 0) latencies_.notify(*this, call, LAUNCH, sc_time(launch_s, sc_core::SC_SEC));
   else launch(flow);
 }
 
@@ -619,7 +623,7 @@ void CollectiveEngine::send_chunk(uint64_t flow, Instance& inst, const Phase& ph
     const double handshake = chunk < to.lanes(inst.plan->choice.channels) ? inst.plan->channel_handshake_s : 0.0;
     free = start + double(t.bytes) / inst.plan->channel_rate + handshake;
     if (start > now) {
-      peq_.notify(*gp, INJECT, sc_time(start - now, sc_core::SC_SEC));
+      latencies_.notify(*this, *gp, INJECT, sc_time(start - now, sc_core::SC_SEC));
       return;
     }
   }
@@ -645,7 +649,7 @@ void CollectiveEngine::check_done(uint64_t flow, Instance& inst) {
   add_sms(-inst.plan->choice.channels);
   finished_flows_.push_back(flow);
   if (inst.plan->drain_s > 0)
-    peq_.notify(*inst.call, DRAINED, sc_time(inst.plan->drain_s, sc_core::SC_SEC));
+    latencies_.notify(*this, *inst.call, DRAINED, sc_time(inst.plan->drain_s, sc_core::SC_SEC));
   else
     finish(inst.call);
 }
@@ -726,7 +730,7 @@ void CollectiveEngine::start_send(tlm::tlm_generic_payload& call) {
     count_injected(t);
     const double start = double(j / uint32_t(plan.channels)) * chunk_s;
     if (start > 0) {
-      peq_.notify(*gp, INJECT, sc_time(start, sc_core::SC_SEC));
+      latencies_.notify(*this, *gp, INJECT, sc_time(start, sc_core::SC_SEC));
       continue;
     }
     fabric_->inject(*gp, *this);
@@ -752,7 +756,7 @@ void CollectiveEngine::match_receives(uint64_t k, PointToPoint& p2p) {
     const protocol::CollectiveEvent& e = protocol::collective_event(*call);
     const double drain_s = tuner_.p2p_plan(e.bytes, job_.p2p_ranks, on_another_node(e.peer)).drain_s;
     if (drain_s > 0)
-      peq_.notify(*call, DRAINED, sc_time(drain_s, sc_core::SC_SEC));
+      latencies_.notify(*this, *call, DRAINED, sc_time(drain_s, sc_core::SC_SEC));
     else
       finish(call);
   }
@@ -795,7 +799,7 @@ void CollectiveEngine::chunk_arrived(tlm::tlm_generic_payload& gp) {
                        on_another_node(static_cast<int>(t.source));
   const sc_time& delay = network ? inst.plan->network_step_delay : inst.plan->step_delay;
   if (delay != sc_core::SC_ZERO_TIME) {
-    peq_.notify(gp, protocol::ARRIVED, delay);  // the step's handshake latency
+    latencies_.notify(*this, gp, protocol::ARRIVED, delay);  // the step's handshake latency
     return;
   }
   const uint64_t flow = t.flow;

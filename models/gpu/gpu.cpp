@@ -7,13 +7,13 @@
 namespace tessera::models {
 
 Gpu::Gpu(sc_core::sc_module_name name, int rank, const GpuConfig& config,
-         const workloads::Job& job, protocol::PayloadPool& pool)
+         const workloads::Job& job, protocol::PayloadPool& pool, CollectiveLatencies& latencies)
     : sc_module(name),
       rank_(rank),
       config_(config) {
   compute_ = std::make_unique<ComputeEngine>("compute_engine", config_.spec, activity_, false);
   copy_ = std::make_unique<ComputeEngine>("copy_engine", config_.spec, activity_, true);
-  collectives_ = std::make_unique<CollectiveEngine>("collective_engine", rank, job, pool, *this,
+  collectives_ = std::make_unique<CollectiveEngine>("collective_engine", rank, job, pool, *this, latencies,
                                                     config_.collectives ? config_.collectives
                                                                         : std::make_shared<const CollectiveSettings>(
                                                                               CollectiveEngineConfig{}),

@@ -32,8 +32,9 @@ class Gpu : public sc_core::sc_module,
             public FabricInjector,
             public SmObserver {
  public:
+  // `latencies`: the collective engines' queue, shared by the platform's GPUs.
   Gpu(sc_core::sc_module_name name, int rank, const GpuConfig& config, const workloads::Job& job,
-      protocol::PayloadPool& pool);
+      protocol::PayloadPool& pool, CollectiveLatencies& latencies);
 
   int rank() const { return rank_; }
   const GpuSpec& spec() const { return config_.spec; }

@@ -178,6 +178,16 @@ struct Notifier : sc_core::sc_module {
 };
 template <typename Module>
 using LibraryQueue = tlm_utils::peq_with_cb_and_phase<Module>;
+// tessera's queue serving one module, in the library queue's shape.
+template <typename Module>
+struct OneModuleQueue : PayloadEventQueue<Module> {
+  OneModuleQueue(const char* name, Module* owner, typename PayloadEventQueue<Module>::Callback callback)
+      : PayloadEventQueue<Module>(name, callback), owner(owner) {}
+  void notify(tlm::tlm_generic_payload& gp, const tlm::tlm_phase& phase, const sc_core::sc_time& delay) {
+    PayloadEventQueue<Module>::notify(*owner, gp, phase, delay);
+  }
+  Module* owner;
+};
 
 template <template <typename> class Queue>
 std::vector<std::string> notified() {
@@ -191,7 +201,7 @@ std::vector<std::string> notified() {
 }
 
 TEST_F(ProtocolTest, APayloadEventQueueDeliversAsTlmUtilsQueueDoes) {
-  const std::vector<std::string> ours = notified<PayloadEventQueue>(), theirs = notified<LibraryQueue>();
+  const std::vector<std::string> ours = notified<OneModuleQueue>(), theirs = notified<LibraryQueue>();
   EXPECT_EQ(ours, theirs);
   ASSERT_EQ(ours.size(), 11u);
   // Equal times in the order notified; a later notification that lands first comes first.
@@ -201,6 +211,41 @@ TEST_F(ProtocolTest, APayloadEventQueueDeliversAsTlmUtilsQueueDoes) {
   EXPECT_EQ(ours[5].substr(0, 2), "9 ");
   EXPECT_EQ(ours[ours.size() - 2].substr(0, 2), "2 ");
   EXPECT_EQ(ours.back().substr(0, 2), "8 ");  // (notified at 10 ns for 30 ns: after those from 0)
+}
+
+// Modules sharing one queue (as a platform's collective engines do): each payload goes to the
+// module it was notified for, all of them in time order, equal times in the order notified
+// whichever module they are for, zero delays in the next delta cycle.
+struct Listener : sc_core::sc_module {
+  Listener(sc_core::sc_module_name name, std::vector<std::string>& log) : sc_module(name), log(log) {}
+  void out(tlm::tlm_generic_payload&, const tlm::tlm_phase& phase) {
+    log.push_back(std::string(basename()) + " " + phase.get_name() + " at " + sc_core::sc_time_stamp().to_string() +
+                  " delta " + std::to_string(sc_core::sc_delta_count()));
+  }
+  std::vector<std::string>& log;
+};
+
+TEST_F(ProtocolTest, APayloadEventQueueSharedByModulesGivesEachItsOwnInOneOrder) {
+  const nlohmann::json r = testing::run_in_child([] {
+    std::vector<std::string> log;
+    Listener a("a", log), b("b", log);
+    PayloadEventQueue<Listener> queue("shared", &Listener::out);
+    std::vector<tlm::tlm_generic_payload> gps(5);
+    spawn_method("start", nullptr, [&] {
+      queue.notify(a, gps[0], tlm::BEGIN_REQ, sc_core::sc_time(10, sc_core::SC_NS));
+      queue.notify(b, gps[1], tlm::END_REQ, sc_core::sc_time(10, sc_core::SC_NS));
+      queue.notify(a, gps[2], tlm::BEGIN_RESP, sc_core::sc_time(5, sc_core::SC_NS));
+      queue.notify(b, gps[3], tlm::BEGIN_REQ, sc_core::SC_ZERO_TIME);
+      queue.notify(a, gps[4], tlm::END_RESP, sc_core::SC_ZERO_TIME);
+    });
+    sc_core::sc_start();
+    return nlohmann::json{{"log", log}};
+  });
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  const std::vector<std::string> expected = {"b BEGIN_REQ at 0 s delta 1", "a END_RESP at 0 s delta 1",
+                                             "a BEGIN_RESP at 5 ns delta 2", "a BEGIN_REQ at 10 ns delta 3",
+                                             "b END_REQ at 10 ns delta 3"};
+  EXPECT_EQ(r["log"].get<std::vector<std::string>>(), expected);
 }
 
 TEST_F(ProtocolTest, ExtensionsCloneAndCopy) {
