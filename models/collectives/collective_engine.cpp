@@ -14,6 +14,7 @@ namespace {
 DECLARE_EXTENDED_PHASE(LAUNCH);
 DECLARE_EXTENDED_PHASE(INJECT);  // a chunk whose channel is free now
 DECLARE_EXTENDED_PHASE(DRAINED);  // a receive whose last chunk the receiver has copied out
+DECLARE_EXTENDED_PHASE(FINISHED);  // a call to hand back
 constexpr uint64_t key(uint64_t high, uint64_t low) { return (high << 32) | (low & 0xffffffffu); }
 // The tuner predicts with the engine's chunk size.
 TunerConfig tuner_config(const CollectiveEngineConfig& c) {
@@ -57,12 +58,11 @@ CollectiveEngine::CollectiveEngine(sc_core::sc_module_name name, int rank,
                          ? config_.communicators
                          : std::make_shared<const CommunicatorTable>(job, config_.gpus_per_node, config_.dimensions,
                                                                      config_.fabric.gpus_per_node)),
-      finished_event_("finished"), latencies_(latencies) {
+      latencies_(latencies) {
   socket.register_nb_transport_fw(this, &CollectiveEngine::nb_transport_fw);
   memberships_ = communicators_->begin(rank);
   membership_count_ = size_t(communicators_->end(rank) - memberships_);
   calls_.assign(membership_count_, Calls{});
-  protocol::spawn_method("complete", &finished_event_, [this] { deliver_finished(); });
 }
 
 // This rank's place among its communicators (ascending), or -1.
@@ -674,24 +674,19 @@ void CollectiveEngine::forget(uint64_t flow) {
 
 void CollectiveEngine::finish(tlm::tlm_generic_payload* call) {
   // Completion is delivered in the next delta cycle, never from inside a fabric callback.
-  finished_.push_back(call);
-  finished_event_.notify(sc_core::SC_ZERO_TIME);
+  latencies_.notify(*this, *call, FINISHED, sc_core::SC_ZERO_TIME);
 }
 
-void CollectiveEngine::deliver_finished() {
+void CollectiveEngine::deliver_finished(tlm::tlm_generic_payload& call) {
   for (uint64_t flow : finished_flows_) {
     if (flow >> 63) sends_.erase(flow & ~(uint64_t(1) << 63));
     else forget(flow);
   }
   finished_flows_.clear();
-  // (A completion may finish more calls: they go to finished_, delivered in the next delta.)
-  delivering_.swap(finished_);
-  for (tlm::tlm_generic_payload* call : delivering_) {
-    tlm::tlm_phase phase = tlm::BEGIN_RESP;
-    sc_time delay = sc_core::SC_ZERO_TIME;
-    socket->nb_transport_bw(*call, phase, delay);
-  }
-  delivering_.clear();
+  // (A completion may finish more calls: they are delivered in the next delta.)
+  tlm::tlm_phase phase = tlm::BEGIN_RESP;
+  sc_time delay = sc_core::SC_ZERO_TIME;
+  socket->nb_transport_bw(call, phase, delay);
 }
 
 void CollectiveEngine::start_send(tlm::tlm_generic_payload& call) {
@@ -819,6 +814,10 @@ void CollectiveEngine::delayed(tlm::tlm_generic_payload& gp, const tlm::tlm_phas
   }
   if (phase == DRAINED) {
     finish(&gp);
+    return;
+  }
+  if (phase == FINISHED) {
+    deliver_finished(gp);
     return;
   }
   const protocol::FabricTransfer& t = protocol::fabric_transfer(gp);

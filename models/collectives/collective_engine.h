@@ -124,8 +124,8 @@ struct CollectiveSettings {
 
 class CollectiveEngine;
 
-// The launch, step and drain latencies of every collective engine of a platform, in one queue:
-// one event and one process for them all. (An engine's own queue cost its event and its process,
+// The launch, step and drain latencies of every collective engine of a platform, and their
+// finished calls, in one queue: one event and one process for them all. (An engine's own queue cost its event and its process,
 // each a cache miss at every chunk's step handshake once tens of thousands of GPUs' engines
 // outgrow the cache: 7% of a 65,536-GPU iteration's time, 3% at 16,384.)
 class CollectiveLatencies : public protocol::PayloadEventQueue<CollectiveEngine> {
@@ -306,7 +306,9 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource, public 
   Instance& instance(uint64_t flow);
   void forget(uint64_t flow);
   void finish(tlm::tlm_generic_payload* call);
-  void deliver_finished();
+  // Hands a finished call back to the command processor (in the delta cycle after it finished),
+  // the flows finished since forgotten first.
+  void deliver_finished(tlm::tlm_generic_payload& call);
   friend class CollectiveLatencies;
   void delayed(tlm::tlm_generic_payload& gp, const tlm::tlm_phase& phase);
   void add_sms(int delta);
@@ -333,7 +335,6 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource, public 
   uint64_t bytes_received_ = 0;
   uint64_t bytes_injected_in_node_ = 0, bytes_received_in_node_ = 0;
   std::unordered_map<uint64_t, Instance> instances_;        // by flow (communicator, call)
-  std::vector<tlm::tlm_generic_payload*> finished_;
   std::vector<uint64_t> finished_flows_;
   const workloads::Job& job_;
   std::shared_ptr<const CommunicatorTable> communicators_;
@@ -355,9 +356,7 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource, public 
   std::map<std::pair<uint64_t, uint64_t>, Plan> planned_;  // (a map: instances point at its plans)
   FewByKey<Send> sends_;                // by (peer, tag)
   FewByKey<PointToPoint> receives_;     // by (source, tag)
-  std::vector<tlm::tlm_generic_payload*> delivering_;  // deliver_finished's (keeps its capacity)
-  sc_core::sc_event finished_event_;
-  CollectiveLatencies& latencies_;  // launch, step and drain latencies  // launch and step latencies
+  CollectiveLatencies& latencies_;  // launch, step and drain latencies, and finished calls
 };
 
 }  // namespace tessera::models
