@@ -53,12 +53,12 @@ CollectiveEngine::CollectiveEngine(sc_core::sc_module_name name, int rank,
                                    std::shared_ptr<const CollectiveSettings> settings,
                                    SmObserver* sms)
     : sc_module(name), socket("socket"), settings_(std::move(settings)), config_(settings_->config),
-      tuner_(settings_->tuner), rank_(rank), pool_(pool), fabric_(&fabric), sm_observer_(sms), job_(job),
+      tuner_(settings_->tuner), rank_(rank), pool_(pool), fabric_(&fabric), latencies_(latencies),
+      sm_observer_(sms), job_(job),
       communicators_(config_.communicators
                          ? config_.communicators
                          : std::make_shared<const CommunicatorTable>(job, config_.gpus_per_node, config_.dimensions,
-                                                                     config_.fabric.gpus_per_node)),
-      latencies_(latencies) {
+                                                                     config_.fabric.gpus_per_node)) {
   socket.register_nb_transport_fw(this, &CollectiveEngine::nb_transport_fw);
   memberships_ = communicators_->begin(rank);
   membership_count_ = size_t(communicators_->end(rank) - memberships_);

@@ -325,6 +325,7 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource, public 
   int sms_in_use_ = 0;
   protocol::PayloadPool& pool_;
   FabricInjector* fabric_;  // its GPU's ports, or the flow fabric itself (inject_into)
+  CollectiveLatencies& latencies_;  // launch, step and drain latencies, and finished calls
   SmObserver* sm_observer_;
   // The instance looked up last: a call's chunks arrive and leave in runs, and finding an
   // instance by its flow (a prime modulo and a node in another cache line) was the largest
@@ -356,7 +357,6 @@ class CollectiveEngine : public sc_core::sc_module, public PacketSource, public 
   std::map<std::pair<uint64_t, uint64_t>, Plan> planned_;  // (a map: instances point at its plans)
   FewByKey<Send> sends_;                // by (peer, tag)
   FewByKey<PointToPoint> receives_;     // by (source, tag)
-  CollectiveLatencies& latencies_;  // launch, step and drain latencies, and finished calls
 };
 
 }  // namespace tessera::models
