@@ -131,15 +131,10 @@ FlowFabric::LegState& FlowFabric::leg_state(uint32_t id) {
     const LinkState& link = links_.at(l);
     if (share == 1.0) latency += link.spec.timing.latency + link.spec.hop_latency;
     else leg.spread_latency_s += share * link.latency_s;
-    if (never_fill_.empty() || !never_fill_[l]) {
-      leg.hops.push_back(l);
-      leg.hop_shares.push_back(share);
-    }
+    if (never_fill_.empty() || !never_fill_[l]) leg.hops.push_back(LegHop{l, kNone, share, link.spec.timing});
     if (std::none_of(leg.timings.begin(), leg.timings.end(),
-                     [&](const protocol::LinkTiming* t) { return t->same_cost(link.spec.timing); })) {
-      leg.timings.push_back(&link.spec.timing);
-      leg.busy.push_back(0);
-    }
+                     [&](const LegTiming& t) { return t.timing.same_cost(link.spec.timing); }))
+      leg.timings.push_back(LegTiming{link.spec.timing, 0});
   });
   leg.latency = latency.value();
   leg.ready = true;
@@ -160,15 +155,18 @@ FlowFabric::PathLatency FlowFabric::hops(const protocol::FabricTransfer& t, doub
   bool left_out = false;
   const protocol::LinkTiming* last = nullptr;  // a spread path's links mostly cost alike
   double wire = 0.0;
-  auto hop = [&](uint32_t l, double share) {
-    const protocol::LinkTiming& timing = links_[l].spec.timing;
+  // `id`: the link's id in the allocator where the caller keeps it (kNone: not known there yet).
+  auto hop = [&](uint32_t l, double share, const protocol::LinkTiming& timing, uint32_t& id) {
     if (last == nullptr || !timing.same_cost(*last)) {
       last = &timing;
       wire = timing.wire_bytes(t.bytes) * t.wire_factor;
     }
     if (size == 0.0 || wire == 0.0) return;  // costs this link nothing
-    uint32_t& id = share_link_[l];
-    if (id == kNone) id = share_.add_link(links_[l].spec.timing.bandwidth_bytes_per_s);
+    if (id == kNone) {
+      uint32_t& given = share_link_[l];
+      if (given == kNone) given = share_.add_link(timing.bandwidth_bytes_per_s);
+      id = given;
+    }
     hop_links_.push_back(id);
     hop_weights_.push_back(share * wire / size);
   };
@@ -181,10 +179,10 @@ FlowFabric::PathLatency FlowFabric::hops(const protocol::FabricTransfer& t, doub
     if (share == 1.0) latency.whole += link.spec.timing.latency + link.spec.hop_latency;
     else latency.spread_s += share * link.latency_s;
     if (!never_fill_.empty() && never_fill_[l]) left_out = true;
-    else hop(l, share);
+    else hop(l, share, link.spec.timing, share_link_[l]);
   }
   if (leg_id != PathProvider::kNoLeg) {
-    const LegState& leg = leg_state(leg_id);
+    LegState& leg = leg_state(leg_id);
     latency.whole += sc_core::sc_time::from_value(leg.latency);
     latency.spread_s += leg.spread_latency_s;
     if (leg.forbidden)
@@ -192,7 +190,7 @@ FlowFabric::PathLatency FlowFabric::hops(const protocol::FabricTransfer& t, doub
         if (forbidden_[l]) crossed_(l);
       });
     left_out |= leg.hops.size() < leg.links;
-    for (size_t i = 0; i < leg.hops.size(); ++i) hop(leg.hops[i], leg.hop_shares[i]);
+    for (LegHop& h : leg.hops) hop(h.link, h.share, h.timing, h.allocator_id);
   }
   if (left_out && hop_links_.empty())
     throw std::logic_error(std::string(name()) + ": a flow crossing only links that never fill (from rank " +
@@ -350,7 +348,7 @@ void FlowFabric::leg_carried(uint32_t id, uint64_t bytes, float wire_factor) {
   if (leg.chunks == 0.0) legs_unfolded_.push_back(id);
   leg.bytes += double(bytes);
   leg.chunks += 1.0;
-  for (size_t k = 0; k < leg.timings.size(); ++k) leg.busy[k] += leg.timings[k]->serialization_ps(bytes, wire_factor);
+  for (LegTiming& k : leg.timings) k.busy += k.timing.serialization_ps(bytes, wire_factor);
 }
 
 // A leg's figures on each of its links: its share of the bytes and chunks, and of the busy time
@@ -363,13 +361,13 @@ void FlowFabric::fold_legs() const {
     LegState& leg = legs_[id];
     paths_.leg(id).each([&](uint32_t l, double share) {
       LinkState& link = links_[l];
-      const sc_dt::uint64 busy = leg.busy[leg.timing_of(link)];
+      const sc_dt::uint64 busy = leg.timing_of(link).busy;
       link.bytes += share * leg.bytes;
       link.chunks += share * leg.chunks;
       link.busy += busy_share(busy, share);
     });
     leg.bytes = leg.chunks = 0.0;
-    std::fill(leg.busy.begin(), leg.busy.end(), 0);
+    for (LegTiming& k : leg.timings) k.busy = 0;
   }
   legs_unfolded_.clear();
 }

@@ -195,24 +195,36 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   // A network leg (PathProvider::path_with_leg) as its flows need it, made when the first
   // crosses it: what it adds to a path's latency, the links of it the allocator sees, and the
   // figures of the flows that finished on it, added to its links' when they are read (a leg
-  // spreads over dozens of links: a flow's start and end touch none of them).
-  struct LegState {
+  // spreads over dozens of links: a flow's start and end touch none of them). What a flow's
+  // start reads is in the record's first cache line and one list; what its end adds to, in the
+  // second line and another list (a data-parallel phase on tens of thousands of GPUs crosses
+  // hundreds of thousands of legs, whose records do not stay in the cache).
+  struct LegHop {              // a link of it that may fill
+    uint32_t link;
+    uint32_t allocator_id;     // share_link_[link], kept once the link has one (kNone before)
+    double share;
+    protocol::LinkTiming timing;  // the link's
+  };
+  struct LegTiming {           // a cost of its links (LinkTiming::same_cost), and the busy time
+    protocol::LinkTiming timing;  // of its finished flows' bytes at that cost
+    sc_dt::uint64 busy = 0;
+  };
+  struct alignas(64) LegState {
     bool ready = false;
     bool forbidden = false;        // crosses a forbidden link: checked link by link
+    uint32_t links = 0;            // of the leg in all
     sc_dt::uint64 latency = 0;     // of its links crossed whole (sc_time value)
     double spread_latency_s = 0.0; // of those it spreads over, weighted by their shares
-    std::vector<uint32_t> hops;    // its links that may fill, and their shares
-    std::vector<double> hop_shares;
-    // Finished flows: bytes, chunks, and per link timing the serialization of their bytes.
-    double bytes = 0.0, chunks = 0.0;
-    std::vector<const protocol::LinkTiming*> timings;
-    std::vector<sc_dt::uint64> busy;  // by timing
-    uint32_t links = 0;               // of the leg in all
-    // The index in `timings` of a link of the leg.
-    size_t timing_of(const LinkState& link) const {
+    std::vector<LegHop> hops;
+    // Finished flows: bytes, chunks, and per cost the serialization of their bytes.
+    alignas(64) double bytes = 0.0;
+    double chunks = 0.0;
+    std::vector<LegTiming> timings;
+    // The entry of `timings` for a link of the leg.
+    LegTiming& timing_of(const LinkState& link) {
       size_t k = 0;
-      while (!timings[k]->same_cost(link.spec.timing)) ++k;
-      return k;
+      while (!timings[k].timing.same_cost(link.spec.timing)) ++k;
+      return timings[k];
     }
   };
   struct Flow {               // by allocator flow id
