@@ -61,7 +61,18 @@ FlowFabric::FlowFabric(sc_core::sc_module_name name, const PathProvider& paths, 
       throw std::invalid_argument(std::string(this->name()) + ": link " + std::to_string(id) +
                                   " has bandwidth " + std::to_string(bandwidth) + " bytes/s");
   }
-  share_link_.assign(count, kNone);
+  // Links of one cost and latency share a class.
+  std::map<std::tuple<double, uint32_t, uint32_t, sc_dt::uint64, sc_dt::uint64>, uint32_t> class_ids;
+  starts_.resize(count);
+  for (uint32_t id = 0; id < count; ++id) {
+    const FlowLink& spec = links_[id].spec;
+    const auto key = std::make_tuple(spec.timing.bandwidth_bytes_per_s, spec.timing.packet_overhead_bytes,
+                                     spec.timing.max_packet_payload_bytes, spec.timing.latency.value(),
+                                     spec.hop_latency.value());
+    const auto [it, fresh] = class_ids.emplace(key, uint32_t(classes_.size()));
+    if (fresh) classes_.push_back(LinkClass{spec.timing, spec.timing.latency + spec.hop_latency, links_[id].latency_s});
+    starts_[id].link_class = it->second;
+  }
   protocol::spawn_method("update", &wake_, [this] { update(); });
   protocol::spawn_method("deliver", &arrival_, [this] { deliver(); });
 }
@@ -163,7 +174,7 @@ FlowFabric::PathLatency FlowFabric::hops(const protocol::FabricTransfer& t, doub
     }
     if (size == 0.0 || wire == 0.0) return;  // costs this link nothing
     if (id == kNone) {
-      uint32_t& given = share_link_[l];
+      uint32_t& given = starts_[l].allocator_id;
       if (given == kNone) given = share_.add_link(timing.bandwidth_bytes_per_s);
       id = given;
     }
@@ -173,13 +184,14 @@ FlowFabric::PathLatency FlowFabric::hops(const protocol::FabricTransfer& t, doub
   for (size_t i = 0; i < path_.size(); ++i) {
     const uint32_t l = path_[i];
     if (!forbidden_.empty() && forbidden_[l]) crossed_(l);
-    const LinkState& link = links_.at(l);
+    LinkStart& start = starts_.at(l);
+    const LinkClass& kind = classes_[start.link_class];
     const double share = PathProvider::share(shares_, i);
     // Spread over equal-cost paths: the mean of their latencies.
-    if (share == 1.0) latency.whole += link.spec.timing.latency + link.spec.hop_latency;
-    else latency.spread_s += share * link.latency_s;
+    if (share == 1.0) latency.whole += kind.latency;
+    else latency.spread_s += share * kind.latency_s;
     if (!never_fill_.empty() && never_fill_[l]) left_out = true;
-    else hop(l, share, link.spec.timing, share_link_[l]);
+    else hop(l, share, kind.timing, start.allocator_id);
   }
   if (leg_id != PathProvider::kNoLeg) {
     LegState& leg = leg_state(leg_id);

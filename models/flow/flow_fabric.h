@@ -46,6 +46,8 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -192,6 +194,19 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
     double chunks = 0.0;
     sc_dt::uint64 busy = 0;  // sc_time value
   };
+  // What a flow's start reads of each link of its path, a few bytes per link (the links' whole
+  // records are read again only when the flow ends): its class (cost and latency: a network has a
+  // few kinds of link, each kept once in `classes_`), and its id in the allocator, given when a
+  // flow first crosses it (kNone before).
+  struct LinkClass {
+    protocol::LinkTiming timing;
+    sc_core::sc_time latency;  // the timing's and the hop's
+    double latency_s;          // the same, in seconds
+  };
+  struct LinkStart {
+    uint32_t link_class = 0;
+    uint32_t allocator_id = ~0u;
+  };
   // A network leg (PathProvider::path_with_leg) as its flows need it, made when the first
   // crosses it: what it adds to a path's latency, the links of it the allocator sees, and the
   // figures of the flows that finished on it, added to its links' when they are read (a leg
@@ -201,7 +216,7 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   // hundreds of thousands of legs, whose records do not stay in the cache).
   struct LegHop {              // a link of it that may fill
     uint32_t link;
-    uint32_t allocator_id;     // share_link_[link], kept once the link has one (kNone before)
+    uint32_t allocator_id;     // the link's (LinkStart), kept once it has one (kNone before)
     double share;
     protocol::LinkTiming timing;  // the link's
   };
@@ -268,10 +283,11 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   // The serialization of `bytes` over `link`, weighted by `share` (of a chunk stored and
   // forwarded on every link of a path), in ps.
   double chunk_ps(uint32_t link, double share, uint64_t bytes, float wire_factor) const {
-    return share * double(links_[link].spec.timing.serialization_ps(bytes, wire_factor));
+    return share * double(link_class(link).timing.serialization_ps(bytes, wire_factor));
   }
   // The wire footprint of a header-only transfer on `link`.
-  double header_bytes(uint32_t link) const { return links_.at(link).spec.timing.wire_bytes(0); }
+  double header_bytes(uint32_t link) const { return link_class(link).timing.wire_bytes(0); }
+  const LinkClass& link_class(uint32_t link) const { return classes_[starts_.at(link).link_class]; }
   // A flow's part of busy time `busy` on a link it puts `share` of its bytes on (rounded).
   static sc_dt::uint64 busy_share(sc_dt::uint64 busy, double share);
   void leg_carried(uint32_t leg, uint64_t bytes, float wire_factor);
@@ -343,8 +359,8 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   std::vector<uint32_t> path_;       // scratch: the path of the flow being injected
   std::vector<double> shares_;       // and its shares (PathProvider::path); start() empties it
   std::vector<uint32_t> hop_links_;  // scratch: what the allocator sees of it
-  // By link: its id in the allocator, given when a flow first crosses it (kNone before).
-  std::vector<uint32_t> share_link_;
+  std::vector<LinkStart> starts_;  // by link
+  std::vector<LinkClass> classes_;
   std::vector<double> hop_weights_;
   std::vector<uint32_t> image_path_;  // scratch: an echo's image's path and shares
   std::vector<double> image_shares_;
