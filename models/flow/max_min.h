@@ -118,25 +118,28 @@ class MaxMinFairShare {
     bool fixed = false;
   };
   static_assert(sizeof(Flow) == 64, "a flow's record is one cache line");
-  // What the walks and the fill read and write for each link a flow crosses comes first, in one
-  // cache line (its members, filling state, capacity, which `join` reads, and whether it can
-  // fill); what a flow's start and end and the seeds change, and the level a popped link filled
-  // at, in the second.
+  // What a flow's start and end read and write for each link it crosses comes first, in one
+  // cache line (its members, capacity, demand and sum of weights, whether it can fill and was
+  // marked changed): flows start and end on links all over a large network, and on tens of
+  // thousands of GPUs their lines are not in the cache. The walks read that line too, and the
+  // filling state (residual, weight, the level a popped link filled at) in the second, which a
+  // recompute writes when it joins the link.
   struct alignas(64) Link {
     std::vector<Member> members;
-    double residual = 0.0;   // scratch of the recompute that visits the link
-    double weight = 0.0;     // sum of the weights of unfixed member flows
     double capacity = 0.0;
+    double demand = 0.0;     // sum over members of weight x bound: below capacity, it is slack
+    double weight_all = 0.0; // sum of the weights of all member flows, kept by add and remove
+    uint32_t dirty_mark = 0;
     uint32_t mark = 0;       // epoch of the last recompute that visited it
     uint32_t unfixed = 0;
     bool stale = false;      // its flows changed since its level was placed in the heap
     bool tight = false;      // demand not clearly below capacity: it can fill
-    double level = -1.0;     // the level it filled at, fixing flows (-1: it did not)
-    double demand = 0.0;     // sum over members of weight x bound: below capacity, it is slack
-    double weight_all = 0.0; // sum of the weights of all member flows, kept by add and remove
-    uint32_t dirty_mark = 0;
     bool was_tight = false;  // tight at the last recompute that saw it change
+    alignas(64) double residual = 0.0;  // scratch of the recompute that visits the link
+    double weight = 0.0;     // sum of the weights of unfixed member flows
+    double level = -1.0;     // the level it filled at, fixing flows (-1: it did not)
   };
+  static_assert(sizeof(Link) == 128, "a link's record is two cache lines");
   // The fill's heap: a link and its level (residual / weight: where it fills), the lowest level
   // first, ties to the lowest link id.
   struct HeapEntry {
