@@ -125,9 +125,10 @@ struct CollectiveSettings {
 class CollectiveEngine;
 
 // The launch, step and drain latencies of every collective engine of a platform, and their
-// finished calls, in one queue: one event and one process for them all. (An engine's own queue cost its event and its process,
-// each a cache miss at every chunk's step handshake once tens of thousands of GPUs' engines
-// outgrow the cache: 7% of a 65,536-GPU iteration's time, 3% at 16,384.)
+// finished calls, in one queue: one event and one process for them all. (An engine's own queue
+// cost its event and its process, each a cache miss at every chunk's step handshake once tens
+// of thousands of GPUs' engines outgrow the cache: about 8% of a 65,536-GPU iteration's time,
+// 3% at 16,384; docs/fidelity.md, "The last step".)
 class CollectiveLatencies : public protocol::PayloadEventQueue<CollectiveEngine> {
  public:
   explicit CollectiveLatencies(const char* name);

@@ -205,7 +205,7 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   };
   struct LinkStart {
     uint32_t link_class = 0;
-    uint32_t allocator_id = ~0u;
+    uint32_t allocator_id = kNone;
   };
   // A network leg (PathProvider::path_with_leg) as its flows need it, made when the first
   // crosses it: what it adds to a path's latency, the links of it the allocator sees, and the
