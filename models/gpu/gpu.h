@@ -68,7 +68,6 @@ class Gpu : public sc_core::sc_module,
   void collective_sms_changed(int sms) override;
 
  private:
-
   int rank_;
   std::unique_ptr<CollectiveEngine> collectives_;  // beside rank_: what a flow's arrival reads
   GpuConfig config_;

@@ -26,7 +26,6 @@ std::vector<std::string> split_args(const std::string& line) {
   return args;
 }
 
-
 int lines(const std::string& text) {
   int n = 0;
   for (char c : text) n += c == '\n';
