@@ -24,6 +24,7 @@
 #include "sc_main/validate_command.h"
 #include "sc_main/fidelity_choice.h"
 #include "sc_main/input_error.h"
+#include "sc_main/huge_pages.h"
 #include "platforms/platform_file.h"
 #include "sc_main/describe_command.h"
 #include "sc_main/job_file.h"
@@ -432,6 +433,7 @@ int run_parsed(RunSettings& s, const po::variables_map& vm, std::ostream& out, s
   std::shared_ptr<const platforms::RoutedTopology> topology;
   platforms::PlatformConfig platform;
   Workload workload = prepare_run(s, vm, platform, topology);
+  if (s.fidelity != "analytic" && rerun_with_huge_pages(platform.gpu_count())) return kRerunWithHugePages;
   const workloads::Job& job = workload.job;
   SimulationOptions options = simulation_options(s, vm, platform, job);
   options.topology = topology;

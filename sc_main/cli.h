@@ -1,6 +1,6 @@
 // The tessera command line. Exit status: 0 success, 1 internal error, 2 bad input,
 // 3 a program that cannot finish (deadlock), 4 out of memory, 5 a limit of the run reached,
-// 6 an RTL block broke its pin contract (7 is internal: kRerunWithoutSymmetry).
+// 6 an RTL block broke its pin contract (7 and 8 are internal: the executable runs again).
 #pragma once
 
 #include <iosfwd>
@@ -20,6 +20,9 @@ enum ExitStatus {
   // Not an exit status: a run with symmetry found its replicas apart; the executable runs it
   // again with rerun_without_symmetry's arguments.
   kRerunWithoutSymmetry = 7,
+  // Not an exit status: a large simulated run asks to start again on huge pages, before it
+  // has built or printed anything (sc_main/huge_pages.h).
+  kRerunWithHugePages = 8,
 };
 
 // The command line of the same run without symmetry (--symmetry=off in place of any

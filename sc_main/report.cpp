@@ -257,6 +257,7 @@ ordered_json report_json(const platforms::PlatformConfig& platform, const worklo
                      {"fabric_transactions", r.transactions},
                      {"flows", r.flows}};
   if (!r.fidelity_reason.empty()) j["simulation"]["fidelity_reason"] = r.fidelity_reason;
+  if (r.huge_pages) j["simulation"]["huge_pages"] = true;
   if (r.fidelity == platforms::Fidelity::Analytic) j["simulation"]["ranks_costed"] = r.classes;
   if (r.fidelity == platforms::Fidelity::Flow) j["simulation"]["links_never_filling"] = r.links_never_filling;
   if (r.fidelity != platforms::Fidelity::Analytic)
@@ -353,6 +354,9 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
     out << "  links never filling   " << r.links_never_filling
         << " network links between switches carry less than they can whatever the traffic: rates were solved"
            " without them\n";
+  if (r.huge_pages)
+    out << "  memory pages          2 MiB: the allocator asked the kernel for transparent huge pages"
+           " (TESSERA_HUGE_PAGES=off runs on its 4 KiB pages)\n";
   if (!r.fidelity_reason.empty())
     out << "  fidelity              " << platforms::fidelity_name(r.fidelity) << " (" << r.fidelity_reason << ")\n";
   double busiest = 0;

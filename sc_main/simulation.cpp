@@ -19,6 +19,7 @@
 #include "models/collectives/tuner.h"
 #include "models/gpu/program_graph.h"
 #include "models/rtl/contract.h"
+#include "sc_main/huge_pages.h"
 #include "sc_main/output_file.h"
 #include "sc_main/platform_options.h"
 #include "sc_main/progress_line.h"
@@ -331,6 +332,7 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
   per_iteration(result, options.iterations);
   result.wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  result.huge_pages = allocator_asks_for_huge_pages();
   return result;
 }
 

@@ -121,6 +121,7 @@ struct SimulationResult {
   int classes = 0;             // analytic fidelity: ranks costed (one per class of equivalent ranks)
   double wall_s = 0;
   double cpu_s = 0;            // analytic fidelity: CPU time of the model
+  bool huge_pages = false;     // the allocator asked the kernel for 2 MiB pages (huge_pages.h)
   std::vector<RtlPortResult> rtl;  // the RTL blocks at ports, none without
   double simulated_s = 0;          // simulated time at the end (the clocks' span, all iterations)
   // The same run without RTL (reference_run.h), when it was made: its wall and iteration time.

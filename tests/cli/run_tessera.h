@@ -36,11 +36,13 @@ inline std::string write_file(const std::string& name, const std::string& text) 
   return path;
 }
 
-inline Result tessera(const std::string& args) {
+// `environment`: NAME=value settings for this run only (env(1)'s).
+inline Result tessera(const std::string& args, const std::string& environment = "") {
   static int counter = 0;
   const std::string out = temp_dir() + "/out" + std::to_string(counter);
   const std::string err = temp_dir() + "/err" + std::to_string(counter++);
-  const std::string command = std::string(TESSERA_BIN) + " " + args + " >" + out + " 2>" + err + " </dev/null";
+  const std::string command = (environment.empty() ? std::string() : "env " + environment + " ") +
+                              std::string(TESSERA_BIN) + " " + args + " >" + out + " 2>" + err + " </dev/null";
   const int raw = std::system(command.c_str());
   Result r;
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
