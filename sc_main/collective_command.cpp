@@ -14,7 +14,6 @@
 #include "calibration/svg_plot.h"
 #include "sc_main/cli.h"
 #include "platforms/platform.h"
-#include "sc_main/huge_pages.h"
 #include "sc_main/input_error.h"
 #include "sc_main/output_file.h"
 #include "sc_main/platform_options.h"
@@ -293,7 +292,6 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
   calibration::MeasuredCurve measured;
   if (!compare.empty()) measured = calibration::read_measured_curve(compare, busbw_factor, {op, dataset});
 
-  if (rerun_with_huge_pages(gpu_count)) return kRerunWithHugePages;
   const std::vector<SweepRow> rows = [&] {
     const Watchdog guard(watchdog, expected_memory_bytes(platform.nodes, 0));
     return run_sweep(platform, s);
