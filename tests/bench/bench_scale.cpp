@@ -1,7 +1,7 @@
 // make bench, scale group: training iterations at the sizes architects study, run by the
 // tessera executable as a user runs it. Each row prints the wall time and peak RSS of the
-// process (building the job, the platform and its routes included) and the iteration time it
-// predicts. Simulated fidelities are stopped at TESSERA_BENCH_MAX_WALL_S seconds (default 660:
+// process (building the job, the platform and its routes included), the iteration time it
+// predicts and the flows (or, in packet fidelity, fabric transactions) it simulated per second. Simulated fidelities are stopped at TESSERA_BENCH_MAX_WALL_S seconds (default 660:
 // the largest target, 10 min, and a tenth) by tessera's own --max-wall-s; such a row prints how
 // far it got instead of a time.
 //
@@ -24,6 +24,7 @@ struct Outcome {
   double wall_s = 0;
   long rss_mib = 0;
   double iteration_s = 0;
+  double flows = 0, transactions = 0;  // its report's `simulation` counts (0: none)
   std::string error;  // the first line of its stderr
 };
 
@@ -43,6 +44,26 @@ double iteration_time(const char* report) {
   const std::string key = "\"iteration_time_s\":";
   const size_t at = head.find(key);
   return at == std::string::npos ? 0 : std::atof(head.c_str() + at + key.size());
+}
+
+// The report's `simulation` counts, read from its tail (the section comes last): flows started
+// (flow fidelity) and fabric transactions (a chunk across a link; a flow across one in flow
+// fidelity).
+void simulation_counts(const char* report, Outcome& o) {
+  std::ifstream in(report, std::ios::ate);
+  const std::streamoff size = in.tellg();
+  const std::streamoff from = size > 4096 ? size - 4096 : 0;
+  in.seekg(from);
+  std::string tail(size_t(size - from), '\0');
+  in.read(tail.data(), std::streamsize(tail.size()));
+  const size_t section = tail.rfind("\"simulation\":");
+  if (section == std::string::npos) return;
+  auto count = [&](const std::string& key) {
+    const size_t at = tail.find("\"" + key + "\":", section);
+    return at == std::string::npos ? 0.0 : std::atof(tail.c_str() + at + key.size() + 3);
+  };
+  o.flows = count("flows");
+  o.transactions = count("fabric_transactions");
 }
 
 // `tessera run ARGS --report FILE -q` in a child process: its status, wall time, peak RSS and
@@ -74,7 +95,10 @@ Outcome run(std::vector<std::string> args) {
     o.rss_mib = usage.ru_maxrss / 1024;
   }
   o.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (o.status == 0) o.iteration_s = iteration_time(report);
+  if (o.status == 0) {
+    o.iteration_s = iteration_time(report);
+    simulation_counts(report, o);
+  }
   std::ifstream err(errors);
   std::getline(err, o.error);
   std::remove(report);
@@ -90,6 +114,17 @@ std::string cell(const Outcome& o) {
     std::snprintf(text, sizeof text, "  > %.0f s (stopped)", max_wall_s());
   else
     std::snprintf(text, sizeof text, "  failed (exit %d: %.60s)", o.status, o.error.c_str());
+  return text;
+}
+
+// What a simulated run got through per second of its wall time: flows (flow fidelity) or fabric
+// transactions (packet fidelity).
+std::string rate(const Outcome& o) {
+  if (o.status != 0 || o.wall_s <= 0) return "";
+  const bool flows = o.flows > 0;
+  const double per_s = (flows ? o.flows : o.transactions) / o.wall_s;
+  char text[64];
+  std::snprintf(text, sizeof text, "%.2f M %s/s", per_s / 1e6, flows ? "flows" : "transactions");
   return text;
 }
 
@@ -147,13 +182,15 @@ void rows() {
   };
   std::printf("tessera benchmark (training iterations at scale, one core; simulated runs stopped at %.0f s)\n",
               max_wall_s());
-  std::printf("  %-72s %-8s %-22s %-22s %-22s %s\n", "run", "measured", "analytic", "flow", "packet", "target");
+  std::printf("  %-72s %-8s %-22s %-22s %-22s %-22s %s\n", "run", "measured", "analytic", "flow", "packet",
+              "simulated per second", "target");
   for (const Row& row : table) {
     const Outcome analytic = run(with(row.args, {"--fidelity", "analytic"}));
     const Outcome simulated = run(with(row.args, {"--fidelity", row.fidelity}));
     const bool flow = std::string(row.fidelity) == "flow";
-    std::printf("  %-72s %-8s %-22s %-22s %-22s %s", row.what, row.fidelity, cell(analytic).c_str(),
-                flow ? cell(simulated).c_str() : "", flow ? "" : cell(simulated).c_str(), row.target);
+    std::printf("  %-72s %-8s %-22s %-22s %-22s %-22s %s", row.what, row.fidelity, cell(analytic).c_str(),
+                flow ? cell(simulated).c_str() : "", flow ? "" : cell(simulated).c_str(), rate(simulated).c_str(),
+                row.target);
     if (analytic.status == 0 && simulated.status == 0)
       std::printf(" (iteration %.3f s analytic, %.3f s simulated)", analytic.iteration_s, simulated.iteration_s);
     std::printf("\n");
@@ -165,7 +202,7 @@ void rows() {
 // GPUs: the cost of a run against its size, analytic at every size, flow up to `flow_up_to`.
 void scaling(int flow_up_to) {
   std::printf("tessera scaling (Llama 3 70B on dgx-h100, tp 8, pp 8, dp = GPUs / 64, 16 micro-batches per replica)\n");
-  std::printf("  %8s %-22s %-14s %-22s %s\n", "GPUs", "analytic", "per GPU", "flow", "per GPU");
+  std::printf("  %8s %-22s %-14s %-22s %-22s %s\n", "GPUs", "analytic", "per GPU", "flow", "per GPU", "per second");
   for (int gpus : {64, 256, 1024, 4096, 16384, 32768, 65536}) {  // (32,768: the first of three tiers)
     const int dp = gpus / 64;
     const std::vector<std::string> args = {"--platform", "dgx-h100", "--nodes", std::to_string(gpus / 8), "--model",
@@ -178,7 +215,7 @@ void scaling(int flow_up_to) {
     if (gpus <= flow_up_to) {
       const Outcome f = run(with(args, {"--fidelity", "flow"}));
       std::snprintf(per, sizeof per, "%.1f us %.1f KiB", f.wall_s / gpus * 1e6, double(f.rss_mib) * 1024 / gpus);
-      std::printf(" %-22s %s", cell(f).c_str(), f.status == 0 ? per : "");
+      std::printf(" %-22s %-22s %s", cell(f).c_str(), f.status == 0 ? per : "", rate(f).c_str());
     }
     std::printf("\n");
     std::fflush(stdout);
