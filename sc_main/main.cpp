@@ -38,9 +38,12 @@ int sc_main(int argc, char* argv[]) {
   if (status == tessera::app::kRerunWithHugePages) {
     // Nothing is built yet: the same command again, glibc's allocator asking for huge pages.
     const char* tunables = std::getenv("GLIBC_TUNABLES");
-    setenv("GLIBC_TUNABLES", tessera::app::tunables_with_huge_pages(tunables ? tunables : "").c_str(), 1);
+    const std::string before = tunables ? tunables : "";
+    setenv("GLIBC_TUNABLES", tessera::app::tunables_with_huge_pages(before).c_str(), 1);
     run_again(std::vector<std::string>(argv, argv + argc));
-    // (Could not: this process runs it, on the pages it has.)
+    // (Could not: this process runs it, on the pages it has, and says so.)
+    if (tunables) setenv("GLIBC_TUNABLES", before.c_str(), 1);
+    else unsetenv("GLIBC_TUNABLES");
     setenv("TESSERA_HUGE_PAGES", "off", 1);
     status = tessera::app::run_cli(argc, argv, std::cout, std::cerr);
   }
