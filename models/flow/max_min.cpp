@@ -165,18 +165,19 @@ void MaxMinFairShare::seed() {
 void MaxMinFairShare::collect_component() {
   ++epoch_;
   component_links_.clear();
+  filling_.clear();
   component_flows_.clear();
   for (uint32_t link : seed_links_) join(link);
   for (uint32_t flow : seed_flows_) collect_flow(flow);
   for (uint32_t flow : region_) collect_flow(flow);  // a region given up: solved again here
   for (size_t next = 0; next < component_links_.size(); ++next) {
-    Link& l = links_[component_links_[next]];
+    const Link& l = links_[component_links_[next]];
     for (const Member& m : l.members) {
       const Flow& f = flows_[m.flow];
-      if (kept(f)) l.residual -= f.hops[m.hop].weight * f.rate;
-      else collect_flow(m.flow);
+      if (kept(f)) filling_[next].residual -= f.hops[m.hop].weight * f.rate;
+      else collect_flow(m.flow);  // (may join links: filling_ grows, `next` stays valid)
     }
-    l.residual = std::max(0.0, l.residual);
+    filling_[next].residual = std::max(0.0, filling_[next].residual);
   }
 }
 
@@ -219,32 +220,36 @@ bool MaxMinFairShare::solve_region() {
 void MaxMinFairShare::collect_region() {
   ++epoch_;
   component_links_.clear();
+  filling_.clear();
   component_flows_.clear();
   for (uint32_t flow : region_) collect_flow(flow);
-  for (uint32_t link : component_links_) {
-    Link& l = links_[link];
+  for (size_t i = 0; i < component_links_.size(); ++i) {
+    const Link& l = links_[component_links_[i]];
+    Filling& state = filling_[i];
     for (const Member& m : l.members) {
       const Flow& f = flows_[m.flow];
-      if (f.mark != epoch_) l.residual -= f.hops[m.hop].weight * f.rate;
+      if (f.mark != epoch_) state.residual -= f.hops[m.hop].weight * f.rate;
     }
-    l.residual = std::max(0.0, l.residual);
+    state.residual = std::max(0.0, state.residual);
   }
 }
 
 bool MaxMinFairShare::outside_stands() {
   constexpr double kSame = 1e-12;  // rates this close are equal (rounding in the fill)
   grow_.clear();
-  for (uint32_t link : component_links_) {
+  for (size_t i = 0; i < component_links_.size(); ++i) {
+    const uint32_t link = component_links_[i];
     const Link& l = links_[link];
-    const bool full = l.residual <= kSame * l.capacity;
-    double top = l.level;  // the fastest of the region's flows on it
+    const Filling& state = filling_[i];
+    const bool full = state.residual <= kSame * l.capacity;
+    double top = state.level;  // the fastest of the region's flows on it
     if (top < 0)
       for (const Member& m : l.members)
         if (flows_[m.flow].mark == epoch_) top = std::max(top, flows_[m.flow].rate);
     for (const Member& m : l.members) {
       Flow& g = flows_[m.flow];
       if (g.mark == epoch_ || g.grow_mark == epoch_) continue;
-      const bool faster = l.level >= 0 && g.rate > l.level * (1 + kSame);
+      const bool faster = state.level >= 0 && g.rate > state.level * (1 + kSame);
       const bool lost = g.bottleneck == link && !(full && g.rate >= top * (1 - kSame));
       if (!faster && !lost) continue;
       g.grow_mark = epoch_;
@@ -259,12 +264,9 @@ void MaxMinFairShare::join(uint32_t link) {
   Link& l = links_[link];
   if (l.mark == epoch_) return;
   l.mark = epoch_;
-  l.residual = l.capacity;
-  l.level = -1.0;
-  l.weight = 0.0;
-  l.unfixed = 0;
-  l.stale = false;
+  l.slot = static_cast<uint32_t>(component_links_.size());
   component_links_.push_back(link);
+  filling_.push_back(Filling{l.capacity, 0.0, -1.0, 0, false});
 }
 
 // Adds a flow to the component, and its tight links with its weight on them.
@@ -276,19 +278,21 @@ void MaxMinFairShare::collect_flow(uint32_t flow) {
   component_flows_.push_back(flow);
   hops_visited_ += f.hops.size();
   for (const Hop& hop : f.hops) {
-    Link& l = links_[hop.link];
+    const Link& l = links_[hop.link];
     if (!l.tight) continue;
     join(hop.link);
-    l.weight += hop.weight;
-    ++l.unfixed;
+    Filling& state = filling_[l.slot];
+    state.weight += hop.weight;
+    ++state.unfixed;
   }
 }
 
 void MaxMinFairShare::fill() {
   heap_.clear();
-  for (uint32_t link : component_links_) {
-    const Link& l = links_[link];
-    if (l.unfixed != 0) heap_.push_back(HeapEntry{l.residual / l.weight, link});
+  for (size_t i = 0; i < component_links_.size(); ++i) {
+    const Filling& state = filling_[i];
+    if (state.unfixed != 0)
+      heap_.push_back(HeapEntry{state.residual / state.weight, component_links_[i], static_cast<uint32_t>(i)});
   }
   for (size_t slot = heap_.size() / 2; slot-- > 0;) heap_down(slot);
   // The links left once every flow is fixed have nothing to fix: the fill ends there.
@@ -297,7 +301,7 @@ void MaxMinFairShare::fill() {
     // Levels only rise (by (c - w x)/(W - w) >= c/W for x <= c/W), so a stale entry sits too
     // high: refresh the top until it is current; the links below are never touched for it.
     const HeapEntry top = heap_.front();
-    Link& t = links_[top.link];
+    Filling& t = filling_[top.slot];
     if (t.unfixed == 0) {
       heap_pop();
       continue;
@@ -312,7 +316,7 @@ void MaxMinFairShare::fill() {
     const double level = top.level;
     t.level = level;
     // Every unfixed flow crossing the fullest link stops rising at its level.
-    for (const Member& m : t.members) {
+    for (const Member& m : links_[top.link].members) {
       Flow& f = flows_[m.flow];
       if (f.fixed) continue;
       f.fixed = true;
@@ -320,12 +324,13 @@ void MaxMinFairShare::fill() {
       f.bottleneck = top.link;
       --unfixed;
       for (const Hop& hop : f.hops) {
-        Link& l = links_[hop.link];
+        const Link& l = links_[hop.link];
         if (l.mark != epoch_) continue;  // slack: not in the component
-        l.residual = std::max(0.0, l.residual - hop.weight * level);
-        l.weight -= hop.weight;
-        --l.unfixed;
-        l.stale = true;
+        Filling& state = filling_[l.slot];
+        state.residual = std::max(0.0, state.residual - hop.weight * level);
+        state.weight -= hop.weight;
+        --state.unfixed;
+        state.stale = true;
       }
     }
   }

@@ -118,12 +118,12 @@ class MaxMinFairShare {
     bool fixed = false;
   };
   static_assert(sizeof(Flow) == 64, "a flow's record is one cache line");
-  // What a flow's start and end read and write for each link it crosses comes first, in one
-  // cache line (its members, capacity, demand and sum of weights, whether it can fill and was
-  // marked changed): flows start and end on links all over a large network, and on tens of
-  // thousands of GPUs their lines are not in the cache. The walks read that line too, and the
-  // filling state (residual, weight, the level a popped link filled at) in the second, which a
-  // recompute writes when it joins the link.
+  // A link in one cache line: what a flow's start and end read and write for each link it
+  // crosses (its members, capacity, demand and sum of weights, whether it can fill and was
+  // marked changed), and where a recompute that joined it keeps its filling state. Flows start
+  // and end on links all over a large network; on tens of thousands of GPUs the allocator holds
+  // a quarter of a million links, whose records no longer fit in the last-level cache at two
+  // lines each (65,536 GPUs: 33.6 MB, docs/fidelity.md "The last step").
   struct alignas(64) Link {
     std::vector<Member> members;
     double capacity = 0.0;
@@ -131,20 +131,26 @@ class MaxMinFairShare {
     double weight_all = 0.0; // sum of the weights of all member flows, kept by add and remove
     uint32_t dirty_mark = 0;
     uint32_t mark = 0;       // epoch of the last recompute that visited it
-    uint32_t unfixed = 0;
-    bool stale = false;      // its flows changed since its level was placed in the heap
+    uint32_t slot = 0;       // its filling state's index in that recompute (`filling_`)
     bool tight = false;      // demand not clearly below capacity: it can fill
     bool was_tight = false;  // tight at the last recompute that saw it change
-    alignas(64) double residual = 0.0;  // scratch of the recompute that visits the link
-    double weight = 0.0;     // sum of the weights of unfixed member flows
-    double level = -1.0;     // the level it filled at, fixing flows (-1: it did not)
   };
-  static_assert(sizeof(Link) == 128, "a link's record is two cache lines");
-  // The fill's heap: a link and its level (residual / weight: where it fills), the lowest level
-  // first, ties to the lowest link id.
+  static_assert(sizeof(Link) == 64, "a link's record is one cache line");
+  // A recompute's state of a link it joined, in the order it joined them (beside
+  // `component_links_`): a component's few dozen links in a few lines the fill walks often.
+  struct Filling {
+    double residual = 0.0;  // capacity not taken by flows fixed (or kept) so far
+    double weight = 0.0;    // sum of the weights of unfixed member flows
+    double level = -1.0;    // the level it filled at, fixing flows (-1: it did not)
+    uint32_t unfixed = 0;
+    bool stale = false;     // its flows changed since its level was placed in the heap
+  };
+  // The fill's heap: a link, its filling state's slot and its level (residual / weight: where it
+  // fills), the lowest level first, ties to the lowest link id.
   struct HeapEntry {
     double level;
     uint32_t link;
+    uint32_t slot;
     bool before(const HeapEntry& o) const { return level < o.level || (level == o.level && link < o.link); }
   };
 
@@ -184,6 +190,7 @@ class MaxMinFairShare {
   uint32_t dirty_epoch_ = 1;
   uint32_t epoch_ = 0;
   std::vector<uint32_t> component_links_;
+  std::vector<Filling> filling_;  // of component_links_, index for index
   std::vector<uint32_t> component_flows_;
   std::vector<uint32_t> seed_links_, seed_flows_;  // this recompute's start
   std::vector<uint32_t> region_, grow_;            // the region's flows, and those it asks for
