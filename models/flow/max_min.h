@@ -44,9 +44,9 @@
 //
 // Cost per recompute: O(H log H) with H the flow-hops over tight links in the region (each
 // round) or the component; at worst every active flow's path. Storage (per flow hop lists, per
-// link member lists, the heap, the component and region lists) keeps its capacity when flows
-// end, so steady state allocates nothing. Everything is ordered by ids and by the order of
-// calls, never by addresses: same calls, same rates, bit for bit.
+// link member lists, the heap, the component and region lists and their links' filling states)
+// keeps its capacity when flows end, so steady state allocates nothing. Everything is ordered
+// by ids and by the order of calls, never by addresses: same calls, same rates, bit for bit.
 #pragma once
 
 #include <cstddef>
