@@ -1,9 +1,10 @@
 // make bench, scale group: training iterations at the sizes architects study, run by the
 // tessera executable as a user runs it. Each row prints the wall time and peak RSS of the
 // process (building the job, the platform and its routes included), the iteration time it
-// predicts and the flows (or, in packet fidelity, fabric transactions) it simulated per second. Simulated fidelities are stopped at TESSERA_BENCH_MAX_WALL_S seconds (default 660:
-// the largest target, 10 min, and a tenth) by tessera's own --max-wall-s; such a row prints how
-// far it got instead of a time.
+// predicts and the flows (in packet fidelity, fabric transactions) it simulated per second.
+// Simulated fidelities are stopped at TESSERA_BENCH_MAX_WALL_S seconds (default 660: the
+// largest target, 10 min, and a tenth) by tessera's own --max-wall-s; such a row prints how far
+// it got instead of a time.
 //
 //   tessera_bench_scale [rows|scaling] [--flow-up-to GPUS]   (flow fidelity at every size unless told)
 #include <sys/resource.h>
@@ -52,6 +53,7 @@ double iteration_time(const char* report) {
 void simulation_counts(const char* report, Outcome& o) {
   std::ifstream in(report, std::ios::ate);
   const std::streamoff size = in.tellg();
+  if (size <= 0) return;  // (no report: nothing to count)
   const std::streamoff from = size > 4096 ? size - 4096 : 0;
   in.seekg(from);
   std::string tail(size_t(size - from), '\0');
