@@ -3,7 +3,6 @@
 // 4 KiB pages reports.
 #include "sc_main/huge_pages.h"
 
-#include <cstdlib>
 #include <string>
 
 #include <gtest/gtest.h>
