@@ -4,8 +4,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
+
+#include "sc_main/output_file.h"
 
 namespace tessera::app {
 namespace {
@@ -19,20 +19,15 @@ std::string environment(const char* name) {
   return value == nullptr ? std::string() : std::string(value);
 }
 
-bool allocator_is_glibc() {
+// glibc's own allocator, new enough to read the tunable.
+bool glibc_allocator_with_tunable() {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(__SANITIZE_MEMORY__)
   return false;
 #else
   // valgrind preloads its own allocator, and a run again would leave valgrind behind.
-  return environment("LD_PRELOAD").find("vgpreload") == std::string::npos;
+  return environment("LD_PRELOAD").find("vgpreload") == std::string::npos &&
+         glibc_has_huge_page_tunable(gnu_get_libc_version());
 #endif
-}
-
-std::string file_text(const char* path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 }  // namespace
@@ -56,14 +51,13 @@ std::string tunables_with_huge_pages(const std::string& current) {
 
 bool allocator_asks_for_huge_pages() {
   if (environment("GLIBC_TUNABLES").find(std::string(kTunable) + "=1") == std::string::npos) return false;
-  if (!allocator_is_glibc() || !glibc_has_huge_page_tunable(gnu_get_libc_version())) return false;
-  const std::string mode = file_text(kModeFile);
+  if (!glibc_allocator_with_tunable()) return false;
+  const std::string mode = read_all(kModeFile);
   return kernel_gives_huge_pages_on_request(mode) || mode.find("[always]") != std::string::npos;
 }
 
 bool huge_pages_on_request() {
-  return allocator_is_glibc() && glibc_has_huge_page_tunable(gnu_get_libc_version()) &&
-         kernel_gives_huge_pages_on_request(file_text(kModeFile));
+  return glibc_allocator_with_tunable() && kernel_gives_huge_pages_on_request(read_all(kModeFile));
 }
 
 bool rerun_with_huge_pages(int gpus) {

@@ -68,13 +68,6 @@ std::string temporary_beside(const std::string& path) {
   return name;
 }
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // Puts the finished temporary file in place of `path`.
 void replace(const std::string& temporary, const std::string& path) {
   int error = 0;
@@ -163,6 +156,13 @@ void write_output_with(const std::string& path, const std::function<void(const s
     throw;
   }
   replace(temporary, path);
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace tessera::app

@@ -29,6 +29,9 @@ struct OutputPath {
 // Throws InputError naming the option.
 void check_output_paths(const std::vector<OutputPath>& outputs, const std::vector<OutputPath>& inputs = {});
 
+// The whole text of the file at `path` (empty where it cannot be read).
+std::string read_all(const std::string& path);
+
 // Writes `text` to `path` as a whole or not at all.
 void write_output(const std::string& path, const std::string& text);
 
