@@ -163,10 +163,7 @@ void MaxMinFairShare::seed() {
 // tight links. Each link's filling state starts here, in the same pass. Flows that keep their
 // rates are not followed: what they use of a link comes off its residual.
 void MaxMinFairShare::collect_component() {
-  ++epoch_;
-  component_links_.clear();
-  filling_.clear();
-  component_flows_.clear();
+  start_collecting();
   for (uint32_t link : seed_links_) join(link);
   for (uint32_t flow : seed_flows_) collect_flow(flow);
   for (uint32_t flow : region_) collect_flow(flow);  // a region given up: solved again here
@@ -218,10 +215,7 @@ bool MaxMinFairShare::solve_region() {
 }
 
 void MaxMinFairShare::collect_region() {
-  ++epoch_;
-  component_links_.clear();
-  filling_.clear();
-  component_flows_.clear();
+  start_collecting();
   for (uint32_t flow : region_) collect_flow(flow);
   for (size_t i = 0; i < component_links_.size(); ++i) {
     const Link& l = links_[component_links_[i]];
@@ -257,6 +251,14 @@ bool MaxMinFairShare::outside_stands() {
     }
   }
   return grow_.empty();
+}
+
+// A new epoch with no link and no flow collected (the links' filling states go with them).
+void MaxMinFairShare::start_collecting() {
+  ++epoch_;
+  component_links_.clear();
+  filling_.clear();
+  component_flows_.clear();
 }
 
 // Adds a tight link to the component, its filling state reset.

@@ -165,6 +165,7 @@ class MaxMinFairShare {
     l.demand = demand;
     l.tight = demand > l.capacity * (1.0 - 1e-9);
   }
+  void start_collecting();
   void join(uint32_t link);
   void collect_flow(uint32_t flow);
   // The flows to solve first: those on changed links that are tight or were (kept ones aside).
