@@ -37,14 +37,21 @@ double max_wall_s() {
 // The report's iteration time, read from its head: a child forked later would count this
 // process's memory as its own peak (Linux carries the peak RSS across fork and exec), so the
 // report of 65,536 ranks is not parsed whole here.
+constexpr size_t kReportEnd = 4096;  // bytes read from either end of a report
+
+// The number after JSON key `key` in `text`, looked for from `from` (0 where it is not there).
+double number_after(const std::string& text, const std::string& key, size_t from = 0) {
+  const std::string quoted = "\"" + key + "\":";
+  const size_t at = text.find(quoted, from);
+  return at == std::string::npos ? 0 : std::atof(text.c_str() + at + quoted.size());
+}
+
 double iteration_time(const char* report) {
   std::ifstream in(report);
-  std::string head(4096, '\0');
+  std::string head(kReportEnd, '\0');
   in.read(head.data(), std::streamsize(head.size()));
   head.resize(size_t(in.gcount()));
-  const std::string key = "\"iteration_time_s\":";
-  const size_t at = head.find(key);
-  return at == std::string::npos ? 0 : std::atof(head.c_str() + at + key.size());
+  return number_after(head, "iteration_time_s");
 }
 
 // The report's `simulation` counts, read from its tail (the section comes last): flows started
@@ -54,18 +61,15 @@ void simulation_counts(const char* report, Outcome& o) {
   std::ifstream in(report, std::ios::ate);
   const std::streamoff size = in.tellg();
   if (size <= 0) return;  // (no report: nothing to count)
-  const std::streamoff from = size > 4096 ? size - 4096 : 0;
+  const std::streamoff end = std::streamoff(kReportEnd);
+  const std::streamoff from = size > end ? size - end : 0;
   in.seekg(from);
   std::string tail(size_t(size - from), '\0');
   in.read(tail.data(), std::streamsize(tail.size()));
   const size_t section = tail.rfind("\"simulation\":");
   if (section == std::string::npos) return;
-  auto count = [&](const std::string& key) {
-    const size_t at = tail.find("\"" + key + "\":", section);
-    return at == std::string::npos ? 0.0 : std::atof(tail.c_str() + at + key.size() + 3);
-  };
-  o.flows = count("flows");
-  o.transactions = count("fabric_transactions");
+  o.flows = number_after(tail, "flows", section);
+  o.transactions = number_after(tail, "fabric_transactions", section);
 }
 
 // `tessera run ARGS --report FILE -q` in a child process: its status, wall time, peak RSS and
