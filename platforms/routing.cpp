@@ -681,6 +681,20 @@ uint32_t Routing::node_next(uint32_t node, uint32_t device, protocol::FabricTran
   return node_pick(node, device, target, t);
 }
 
+bool Routing::leaves_as(uint32_t from, uint32_t to, uint32_t shift) const {
+  const uint32_t a = gateway_choice_[from], b = gateway_choice_[to];
+  if (a == PortLists::kNone || b == PortLists::kNone || shift == 0) return false;
+  const uint32_t n = node_lists_.size(a);
+  if (node_lists_.size(b) != n || to < from || (to - from) % n != 0) return false;
+  for (uint32_t e = 0; e < n; ++e) {
+    const uint32_t gf = node_lists_.ports[node_lists_.begin[a] + e], gt = node_lists_.ports[node_lists_.begin[b] + e];
+    if (gt != gf + shift) return false;
+    for (uint32_t k = 0; k < n; ++k)  // none of `from`'s own
+      if (node_lists_.ports[node_lists_.begin[a] + k] == gt) return false;
+  }
+  return true;
+}
+
 uint32_t Routing::entry_gateway(const protocol::FabricTransfer& t) const {
   const NodeTemplate& nt = topology_.node;
   const uint32_t gpu = t.destination % nt.gpus;

@@ -136,6 +136,12 @@ class Routing {
   // each GPU its own NIC). Such chunks leave the gateway by its first uplink, where the
   // aggregation tree starts (platforms/aggregation.h). -1: the node has no way out.
   int32_t home_gateway(uint32_t gpu) const { return home_gateway_[gpu]; }
+  // Whether GPU `to` (template index) leaves its node as GPU `from` does, `shift` gateways on:
+  // its list of nearest gateways is `from`'s, each entry plus `shift`, and the gateway hash picks
+  // corresponding entries for both (their places differ by a multiple of the list's length), so
+  // that every transfer of `to` leaves and enters by the gateways of `from`'s shifted, none of
+  // them `from`'s own (a node's rails alike: SymmetricRun's rail images).
+  bool leaves_as(uint32_t from, uint32_t to, uint32_t shift) const;
 
   // Flow fidelity's network leg: a transfer from network gateway `from` to gateway `to` spreads
   // over every equal-cost port, as packet fidelity's chunks do turn by turn: each entry of a

@@ -268,6 +268,7 @@ ordered_json report_json(const platforms::PlatformConfig& platform, const worklo
     j["simulation"]["symmetry_skew_s"] = r.symmetry_skew_s;
     j["simulation"]["quiet_nodes"] = r.quiet_nodes;
     j["simulation"]["echo_nodes"] = r.echo_nodes;
+    j["simulation"]["rail_images"] = r.rail_images;
   }
   if (!r.rtl.empty()) j["rtl"] = rtl_json(r);
   return j;
@@ -350,6 +351,10 @@ void print_summary(std::ostream& out, const platforms::PlatformConfig& platform,
     out << "  echo nodes            " << r.echo_nodes
         << " nodes of a simulated GPU and GPUs replaying it: its rings and in-switch reductions among them ran"
            " alone, each transfer standing for every member's (their links report them all)\n";
+  if (r.rail_images > 0)
+    out << "  rail images           " << r.rail_images
+        << " replaying GPUs: their calls across the network were another GPU's of their node, on their own rails"
+           " (their links and bytes count them)\n";
   if (r.links_never_filling > 0)
     out << "  links never filling   " << r.links_never_filling
         << " network links between switches carry less than they can whatever the traffic: rates were solved"

@@ -218,6 +218,7 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
     result.symmetry_skew_s = symmetry->skew_s();
     result.quiet_nodes = symmetry->quiet_nodes();
     result.echo_nodes = symmetry->echo_nodes();
+    result.rail_images = symmetry->rail_images();
   }
   sc_core::sc_time end = sc_core::SC_ZERO_TIME;
   for (size_t r = 0; r < platform.gpu_count(); ++r) {
@@ -239,6 +240,10 @@ SimulationResult simulate(const platforms::PlatformConfig& config, const workloa
     if (symmetry->echoing(r)) continue;  // its calls in the node were its representative's echoes: its bytes too
     rr.bytes_sent = platform.gpu(r).collectives().bytes_injected();
     rr.bytes_received = platform.gpu(r).collectives().bytes_received();
+    if (const models::FlowFabric* fabric = platform.flow_fabric()) {  // its calls across the network: rail images
+      rr.bytes_sent += fabric->image_bytes_sent(uint32_t(r));
+      rr.bytes_received += fabric->image_bytes_received(uint32_t(r));
+    }
   }
   for (size_t r = 0; symmetry != nullptr && r < platform.gpu_count(); ++r) {
     // A quiet node's calls among its GPUs: its mirror's bytes (docs/fidelity.md, "Quiet nodes");

@@ -118,6 +118,8 @@ struct SimulationResult {
                                // out (workloads::quiet_nodes); their links mirror another node's
   int echo_nodes = 0;          // with symmetry: nodes whose simulated GPU made their calls among
                                // their GPUs alone (workloads::echo_nodes)
+  int rail_images = 0;         // with symmetry: replaying GPUs whose calls across the network were
+                               // images of another GPU's of their node (sc_main/rail_images.h)
   int classes = 0;             // analytic fidelity: ranks costed (one per class of equivalent ranks)
   double wall_s = 0;
   double cpu_s = 0;            // analytic fidelity: CPU time of the model

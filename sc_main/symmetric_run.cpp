@@ -214,11 +214,43 @@ void SymmetricRun::echo_by(size_t gpu, const EchoNode& node) {
     if (node.slots[slot]) platform_.gpu(gpu).collectives().echo(rank.communicators[slot]);
 }
 
+// Followers whose calls across the network another GPU of their node stands for (rail_images.h):
+// they leave those calls out, and the flow fabric counts that GPU's transfers' images for them.
+void SymmetricRun::image_rails() {
+  models::FlowFabric* fabric = platform_.flow_fabric();
+  images_.source.assign(job_.ranks.size(), -1);
+  image_source_.assign(job_.ranks.size(), false);
+  if (fabric == nullptr) return;
+  images_ = find_rail_images(platform_.routing(), *platform_.flow_paths(), job_, replicas_);
+  const uint32_t g = platform_.routing().topology().node.gpus;
+  const platforms::RoutedPaths* paths = platform_.flow_paths();
+  for (size_t f = 0; f < images_.source.size(); ++f) {
+    const int source = images_.source[f];
+    if (source < 0) continue;
+    image_source_[size_t(source)] = true;
+    platform_.gpu(f).command_processor().leave_out_also(images_.communicators[f], images_.peers[f]);
+    fabric->image(uint32_t(source), uint32_t(f - size_t(source)), g, [this, paths](const std::string& why, uint32_t link) {
+      stop(why + (link == models::FlowFabric::kNoLink ? "" : " (" + paths->name(link) + ")") +
+           ": a node's rails are not alike here");
+    });
+  }
+}
+
+void SymmetricRun::check_images() {
+  for (size_t f = 0; f < images_.source.size() && broken_.empty(); ++f) {
+    const int source = images_.source[f];
+    if (source >= 0 && leader(int(f)) != leader(source) && leader(int(f)) != source)
+      stop("GPU " + std::to_string(f) + ", whose calls across the network are GPU " + std::to_string(source) +
+           "'s images, no longer replays what that one does");
+  }
+}
+
 SymmetricRun::SymmetricRun(platforms::Platform& platform, const workloads::Job& job, workloads::Replicas replicas)
     : platform_(platform), job_(job), replicas_(std::move(replicas)), echoing_(job.ranks.size(), false) {
   follow_replicas(platform, replicas_, *this);
   quiet_ = leave_out_quiet_calls(platform, job, replicas_, *this);
   echo_nodes_ = echo_node_calls();
+  image_rails();
   protocol::spawn_method("parting", &wake_, [this] { due(); });
 }
 
@@ -275,6 +307,7 @@ void SymmetricRun::due() {
     std::push_heap(due_.begin(), due_.end(), std::greater<>());
   }
   part_alike(parting);
+  if (!parting.empty() && images_.imaged > 0) check_images();
   if (!due_.empty() && broken_.empty()) wake_.notify(std::max(due_.front().first + alike, now) - now);
 }
 
@@ -391,7 +424,7 @@ void SymmetricRun::part(int follower) {
   }
   const bool mirrored =
       std::find(quiet_.nodes.mirror.begin(), quiet_.nodes.mirror.end(), int(node)) != quiet_.nodes.mirror.end();
-  if (echoing_[size_t(follower)] || mirrored) return;
+  if (echoing_[size_t(follower)] || mirrored || imaged(size_t(follower)) || image_source_[size_t(follower)]) return;
   if (gpu.part(leader_gpu(follower))) ++parted_;
 }
 
@@ -407,7 +440,7 @@ void SymmetricRun::part_quiet_node(size_t node) {
   for (size_t r = node * g; r < (node + 1) * g; ++r) {
     models::Gpu& gpu = platform_.gpu(r);
     if (!gpu.command_processor().follower()) continue;
-    if (!gpu.command_processor().can_part()) return;
+    if (!gpu.command_processor().can_part() || imaged(r)) return;  // (an image's calls are not its own)
     gpus.push_back(r);
   }
   stop_mirroring(node, gpus);
@@ -459,7 +492,7 @@ bool SymmetricRun::part_echoing(size_t node) {
   const EchoNode echo = echo_[size_t(mirror)];
   const size_t g = platform_.routing().topology().node.gpus, first = size_t(echo.place) + node * g;
   models::CommandProcessor& cp = platform_.gpu(first).command_processor();
-  if (!cp.follower() || !cp.can_part()) return false;
+  if (!cp.follower() || !cp.can_part() || imaged(first)) return false;
   const models::CommandProcessor& leader = *cp.leader();
   Apart apart;
   apart.add_calls(int(first), cp);
@@ -469,7 +502,7 @@ bool SymmetricRun::part_echoing(size_t node) {
     if (!other.follower() || other.leader() != &leader) return false;
     Apart its;
     its.add_calls(int(r), other);
-    if (!its.alike(apart)) return false;
+    if (!its.alike(apart) && !imaged(r)) return false;  // (an image comes apart as its source does)
     gpus.push_back(r);
   }
   for (uint32_t op : leader.in_flight())
@@ -483,6 +516,7 @@ bool SymmetricRun::part_echoing(size_t node) {
     models::CommandProcessor& follower = platform_.gpu(r).command_processor();
     for (int communicator : follower.left_out_communicators()) platform_.gpu(r).collectives().join_late(communicator);
     follower.leave_out({}, {});
+    if (imaged(r)) follower.leave_out_also(images_.communicators[r], images_.peers[r]);
     follower.leave_out_echoed(echo.calls);
     follower.follow_parted(cp);
     echoing_[r] = true;

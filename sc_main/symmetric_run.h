@@ -15,6 +15,7 @@
 
 #include "models/gpu/command_processor.h"
 #include "platforms/platform.h"
+#include "sc_main/rail_images.h"
 #include "sc_main/simulation.h"
 #include "workloads/replicas.h"
 
@@ -70,6 +71,9 @@ class SymmetricRun : public models::SymmetryMonitor {
   double skew_s() const { return total_s_; }
   int quiet_nodes() const { return quiet_.nodes.quiet; }
   int echo_nodes() const { return echo_nodes_; }
+  // Followers whose calls across the network are images of another GPU's of their node.
+  int rail_images() const { return images_.imaged; }
+  bool imaged(size_t rank) const { return images_.source[rank] >= 0; }
   int parted() const { return parted_; }
   // Followers that came apart alike with one that parted, and replay it since (part_alike).
   int followed_parted() const;
@@ -108,6 +112,9 @@ class SymmetricRun : public models::SymmetryMonitor {
     std::shared_ptr<const std::vector<bool>> calls;
   };
   int echo_node_calls();
+  void image_rails();
+  // Whether every imaged GPU still replays what its source replays (or its source itself).
+  void check_images();
   void echo_by(size_t gpu, const EchoNode& node);
   // A follower's (or a quiet node's) calls apart: what parts with it alike.
   struct Apart {
@@ -156,6 +163,8 @@ class SymmetricRun : public models::SymmetryMonitor {
   // Per GPU of a quiet node that parted: its mirror's bytes among the node's GPUs until then
   // (sent, received), those it left out.
   std::vector<std::pair<uint64_t, uint64_t>> left_out_then_;
+  RailImages images_;
+  std::vector<bool> image_source_;  // by rank: its transfers stand for an imaged GPU's too
 };
 
 }  // namespace tessera::app

@@ -191,7 +191,10 @@ FlowFabric::PathLatency FlowFabric::hops(const protocol::FabricTransfer& t, doub
     if (share == 1.0) latency.whole += kind.latency;
     else latency.spread_s += share * kind.latency_s;
     if (!never_fill_.empty() && never_fill_[l]) left_out = true;
-    else hop(l, share, kind.timing, start.allocator_id);
+    else {
+      hop(l, share, kind.timing, start.allocator_id);
+      if (!rail_use_.empty()) rail_link_used(l, false);
+    }
   }
   if (leg_id != PathProvider::kNoLeg) {
     LegState& leg = leg_state(leg_id);
@@ -203,6 +206,8 @@ FlowFabric::PathLatency FlowFabric::hops(const protocol::FabricTransfer& t, doub
       });
     left_out |= leg.hops.size() < leg.links;
     for (LegHop& h : leg.hops) hop(h.link, h.share, h.timing, h.allocator_id);
+    if (!rail_use_.empty())
+      for (const LegHop& h : leg.hops) rail_link_used(h.link, false);
   }
   if (left_out && hop_links_.empty())
     throw std::logic_error(std::string(name()) + ": a flow crossing only links that never fill (from rank " +
@@ -316,6 +321,7 @@ void FlowFabric::finish(uint32_t id, sc_dt::uint64 now) {
   carried(f.path, f.shares, t.bytes, t.wire_factor);
   if (f.leg != PathProvider::kNoLeg) leg_carried(f.leg, t.bytes, t.wire_factor);
   if (t.echo) images_carried(t, f.to_switch != kNone);
+  if (!image_offsets_.empty()) rail_images_carried(t, f);
   const uint32_t gpu = t.receiver();  // (a ring's echo: as what the member before it sent)
   const Timed arrival{std::max(now + f.latency, f.earliest), f.sequence, f.gp,
                       f.to_switch == kNone ? gpu : f.to_switch, f.to_switch};

@@ -159,6 +159,22 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
     if (link < forbidden_.size()) forbidden_[link] = false;
   }
 
+  // Rail images (SymmetricRun, docs/fidelity.md "Rail images"): every transfer of `rank` that
+  // leaves its node (of `gpus_per_node` GPUs) stands for the same transfer of rank + `offset`
+  // too, whose own calls were left out: the fabric counts the image on its own path (its
+  // links' bytes, chunks and busy time, its GPUs' bytes sent and received) when the transfer
+  // finishes. That holds where nothing else shares what the images cross: a link an image
+  // crosses that can fill carries no flow, and its path costs link by link what the transfer's
+  // does. `broken(why, link)` is called where it does not (the link concerned, or kNoLink; the
+  // run is then made without symmetry).
+  static constexpr uint32_t kNoLink = ~0u;
+  void image(uint32_t rank, uint32_t offset, uint32_t gpus_per_node,
+             std::function<void(const std::string&, uint32_t)> broken);
+  uint64_t image_bytes_sent(uint32_t rank) const { return rank < image_sent_.size() ? image_sent_[rank] : 0; }
+  uint64_t image_bytes_received(uint32_t rank) const {
+    return rank < image_received_.size() ? image_received_[rank] : 0;
+  }
+
   // Links that no allocation can fill (the platform proves it: Routing::links_that_cannot_fill):
   // the allocator solves rates without them (the same rates: a constraint that the allocation
   // without it already meets changes nothing), and they keep their counters. Before any flow.
@@ -324,6 +340,11 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   // member at the same distance along the ring, finished too, on their own links
   // (`into_switch`: an in-switch reduction's leg into the switch, else out of it).
   void images_carried(const protocol::FabricTransfer& t, bool into_switch);
+  // A transfer that left its node finished: its rail images (image()).
+  void rail_images_carried(const protocol::FabricTransfer& t, const Flow& f);
+  // A flow's link that may fill (`image`: an image's): no image and flow may share one.
+  void rail_link_used(uint32_t link, bool image);
+  bool costs_alike(const Flow& f, uint32_t image_leg) const;
   // An echo node's in-switch reduction and multicast at switch `id` (at_switch).
   void echo_reduced(uint32_t id, tlm::tlm_generic_payload& gp);
   void echo_multicast(uint32_t id, tlm::tlm_generic_payload& gp);
@@ -365,6 +386,12 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
   std::vector<uint32_t> image_path_;  // scratch: an echo's image's path and shares
   std::vector<double> image_shares_;
   std::vector<uint32_t> switch_path_;  // scratch: the path to an owner's switch (sum_switch)
+  std::vector<std::vector<uint32_t>> image_offsets_;  // by rank: its rail images (empty: none)
+  std::vector<uint8_t> rail_use_;                     // by link: kRealFlow | kImage
+  std::vector<uint64_t> image_sent_, image_received_;  // by rank
+  uint32_t image_node_gpus_ = 0;
+  std::function<void(const std::string&, uint32_t)> image_broken_;
+  static constexpr uint8_t kRealFlow = 1, kImage = 2;
   sc_core::sc_event wake_;
   sc_core::sc_event arrival_;
   double tick_s_ = 0.0;

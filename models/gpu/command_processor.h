@@ -84,6 +84,9 @@ class CommandProcessor : public sc_core::sc_module {
   // leaves out (every member a follower whose traffic no simulated GPU's shares:
   // workloads::quiet_nodes); its representative's calls on them are not replayed here.
   void leave_out(std::vector<bool> communicator_slots, std::vector<bool> peer_slots);
+  // Leaves out these slots' calls too (a follower whose calls across the network another GPU of
+  // its node stands for: SymmetricRun's rail images).
+  void leave_out_also(const std::vector<bool>& communicator_slots, const std::vector<bool>& peer_slots);
   // A follower in an echo node (workloads::echo_nodes): per op of its program, whether its
   // representative makes the call alone (CollectiveEngine::echo); those it does not replay.
   void leave_out_echoed(std::shared_ptr<const std::vector<bool>> ops);

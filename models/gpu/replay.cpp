@@ -17,6 +17,15 @@ void CommandProcessor::leave_out(std::vector<bool> communicator_slots, std::vect
   quiet_peers_ = std::move(peer_slots);
 }
 
+void CommandProcessor::leave_out_also(const std::vector<bool>& communicator_slots, const std::vector<bool>& peer_slots) {
+  auto add = [](std::vector<bool>& to, const std::vector<bool>& from) {
+    if (to.size() < from.size()) to.resize(from.size(), false);
+    for (size_t i = 0; i < from.size(); ++i) to[i] = to[i] || from[i];
+  };
+  add(quiet_communicators_, communicator_slots);
+  add(quiet_peers_, peer_slots);
+}
+
 void CommandProcessor::leave_out_echoed(std::shared_ptr<const std::vector<bool>> ops) { echoed_ = std::move(ops); }
 
 bool CommandProcessor::replays(uint32_t index) const {

@@ -551,6 +551,67 @@ TEST_F(FlowFabricTest, AFlowCrossingAForbiddenLinkIsReported) {
   EXPECT_DOUBLE_EQ(r["crossed"][1][1].get<double>(), 2e-6);
 }
 
+// Rail images (SymmetricRun): GPU 0's transfer to GPU 2 (another node of two GPUs) stands for
+// GPU 1's to GPU 3 too: GPU 1's link reports the same bytes and busy time as GPU 0's, and GPUs 1
+// and 3 the bytes sent and received. A real flow on a link an image crosses, or an image's path
+// that costs otherwise, is reported.
+nlohmann::json imaged(const TablePaths& paths, const std::vector<Transfer>& schedule) {
+  return testing::run_in_child([&] {
+    FlowScenario scenario("scenario", paths, schedule, 4);
+    std::vector<std::pair<std::string, uint32_t>> broken;
+    scenario.fabric.image(0, 1, 2, [&](const std::string& why, uint32_t link) { broken.emplace_back(why, link); });
+    sc_core::sc_start();
+    nlohmann::json out;
+    out["broken"] = nlohmann::json::array();
+    for (const auto& [why, link] : broken) out["broken"].push_back({why, link});
+    for (uint32_t l = 0; l < scenario.fabric.links(); ++l) {
+      out["bytes"].push_back(scenario.fabric.bytes_carried(l));
+      out["busy_ps"].push_back(scenario.fabric.busy_time(l).value());
+    }
+    for (uint32_t r = 0; r < 4; ++r) {
+      out["sent"].push_back(scenario.fabric.image_bytes_sent(r));
+      out["received"].push_back(scenario.fabric.image_bytes_received(r));
+    }
+    return out;
+  });
+}
+
+TEST_F(FlowFabricTest, ARailImageCountsItsBytesOnItsOwnLinks) {
+  TablePaths paths(4);
+  const uint32_t rail0 = paths.add_link(kB), rail1 = paths.add_link(kB);
+  paths.set_path(0, 2, {rail0});
+  paths.set_path(1, 3, {rail1});
+  const nlohmann::json r = imaged(paths, {{0, 0, 2, kS}});
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  EXPECT_TRUE(r["broken"].empty()) << r.dump();
+  EXPECT_EQ(r["bytes"][rail1].get<uint64_t>(), kS);
+  EXPECT_EQ(r["bytes"][rail1], r["bytes"][rail0]);
+  EXPECT_EQ(r["busy_ps"][rail1], r["busy_ps"][rail0]);
+  EXPECT_EQ(r["sent"], nlohmann::json::array({0, kS, 0, 0}));
+  EXPECT_EQ(r["received"], nlohmann::json::array({0, 0, 0, kS}));
+}
+
+TEST_F(FlowFabricTest, ARailImageBesideAFlowOrOnASlowerRailIsReported) {
+  TablePaths paths(4);
+  const uint32_t rail0 = paths.add_link(kB), rail1 = paths.add_link(kB);
+  paths.set_path(0, 2, {rail0});
+  paths.set_path(1, 3, {rail1});
+  paths.set_path(1, 2, {rail1});  // a flow of its own on the image's link
+  const nlohmann::json shared = imaged(paths, {{0, 0, 2, kS}, {0, 1, 2, kS}});
+  ASSERT_FALSE(shared.contains("error")) << shared.dump();
+  ASSERT_FALSE(shared["broken"].empty()) << shared.dump();
+  EXPECT_EQ(shared["broken"][0][1].get<uint32_t>(), rail1);
+
+  TablePaths slower(4);
+  const uint32_t fast = slower.add_link(kB), slow = slower.add_link(kB / 2);
+  slower.set_path(0, 2, {fast});
+  slower.set_path(1, 3, {slow});
+  const nlohmann::json r = imaged(slower, {{0, 0, 2, kS}});
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  ASSERT_EQ(r["broken"].size(), 1u) << r.dump();
+  EXPECT_NE(r["broken"][0][0].get<std::string>().find("does not cost"), std::string::npos) << r.dump();
+}
+
 TEST_F(FlowFabricTest, LatencyIsAddedOncePerPath) {
   TablePaths paths(2);
   const uint32_t up = paths.add_link(kB, ns(100));

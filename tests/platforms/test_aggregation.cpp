@@ -36,6 +36,20 @@ TEST(HomeGateway, GpusShareTheOnlyNic) {
   EXPECT_EQ(b.routing.home_gateway(1), 0);
 }
 
+// Rail images (sc_main/rail_images.h): a DGX's GPUs 2i and 2i+1 leave by NICs 2i and 2i+1, so
+// GPU 2 leaves as GPU 0 does two NICs on, and GPU 3 as GPU 1; not GPU 1 as GPU 0 (the same NICs),
+// nor GPU 3 as GPU 0 (the hash picks the other NIC of the pair first).
+TEST(LeavesAs, ADgxsGpusLeaveAsTheirPairTwoNicsOn) {
+  const Built b(load_platform("dgx-h100", {"nodes=2"}));
+  EXPECT_TRUE(b.routing.leaves_as(0, 2, 2));
+  EXPECT_TRUE(b.routing.leaves_as(1, 3, 2));
+  EXPECT_TRUE(b.routing.leaves_as(0, 6, 6));
+  EXPECT_FALSE(b.routing.leaves_as(0, 1, 1));
+  EXPECT_FALSE(b.routing.leaves_as(0, 3, 3));
+  EXPECT_FALSE(b.routing.leaves_as(0, 2, 1));
+  EXPECT_FALSE(b.routing.leaves_as(2, 0, 2));
+}
+
 TEST(AggregationTree, OneRailLeafReducesTheWholeRail) {
   // Four DGX H100 on rail leaves of 32 nodes: GPU 3 of every node reaches rail 3's leaf, which
   // is the whole tree: it waits for four contributions and sends the sum back to each.
