@@ -1,6 +1,7 @@
 // A flow-fidelity run with symmetry (docs/fidelity.md, "Symmetry"): replica groups' GPUs follow
 // their representatives' communication, quiet nodes leave out their calls among their own GPUs,
-// echo nodes' simulated GPUs make their rings alone; the replay is watched as it runs, a
+// echo nodes' simulated GPUs make their rings alone, rail images' sources make their calls across
+// the network for the GPUs on their node's other rails; the replay is watched as it runs, a
 // follower whose calls come apart from its representative's parts from it ("Parting"), and the
 // run stops (SymmetryBroken: made again without symmetry) where that cannot be done.
 #pragma once
