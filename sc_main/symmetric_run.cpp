@@ -222,18 +222,18 @@ void SymmetricRun::image_rails() {
   image_source_.assign(job_.ranks.size(), false);
   if (fabric == nullptr) return;
   images_ = find_rail_images(platform_.routing(), *platform_.flow_paths(), job_, replicas_);
-  const uint32_t g = platform_.routing().topology().node.gpus;
   const platforms::RoutedPaths* paths = platform_.flow_paths();
   for (size_t f = 0; f < images_.source.size(); ++f) {
     const int source = images_.source[f];
     if (source < 0) continue;
     image_source_[size_t(source)] = true;
     platform_.gpu(f).command_processor().leave_out_also(images_.communicators[f], images_.peers[f]);
-    fabric->image(uint32_t(source), uint32_t(f - size_t(source)), g, [this, paths](const std::string& why, uint32_t link) {
-      stop(why + (link == models::FlowFabric::kNoLink ? "" : " (" + paths->name(link) + ")") +
-           ": a node's rails are not alike here");
-    });
   }
+  if (images_.imaged == 0) return;
+  fabric->image(images_.source, platform_.routing().topology().node.gpus, [this, paths](const std::string& why, uint32_t link) {
+    stop(why + (link == models::FlowFabric::kNoLink ? "" : " (" + paths->name(link) + ")") +
+         ": a node's rails are not alike here");
+  });
 }
 
 void SymmetricRun::check_images() {

@@ -159,16 +159,17 @@ class FlowFabric : public sc_core::sc_module, public FabricInjector {
     if (link < forbidden_.size()) forbidden_[link] = false;
   }
 
-  // Rail images (SymmetricRun, docs/fidelity.md "Rail images"): every transfer of `rank` that
-  // leaves its node (of `gpus_per_node` GPUs) stands for the same transfer of rank + `offset`
-  // too, whose own calls were left out: the fabric counts the image on its own path (its
+  // Rail images (SymmetricRun, docs/fidelity.md "Rail images"): per rank, the rank whose
+  // transfers stand for its own (-1: none). Every transfer of a source that leaves its node (of
+  // `gpus_per_node` GPUs) stands for the same transfer of each rank it images, as many GPUs on
+  // at both ends, whose own calls were left out: the fabric counts the image on its own path (its
   // links' bytes, chunks and busy time, its GPUs' bytes sent and received) when the transfer
   // finishes. That holds where nothing else shares what the images cross: a link an image
   // crosses that can fill carries no flow, and its path costs link by link what the transfer's
   // does. `broken(why, link)` is called where it does not (the link concerned, or kNoLink; the
   // run is then made without symmetry).
   static constexpr uint32_t kNoLink = ~0u;
-  void image(uint32_t rank, uint32_t offset, uint32_t gpus_per_node,
+  void image(const std::vector<int>& sources, uint32_t gpus_per_node,
              std::function<void(const std::string&, uint32_t)> broken);
   uint64_t image_bytes_sent(uint32_t rank) const { return rank < image_sent_.size() ? image_sent_[rank] : 0; }
   uint64_t image_bytes_received(uint32_t rank) const {

@@ -7,13 +7,14 @@
 
 namespace tessera::models {
 
-void FlowFabric::image(uint32_t rank, uint32_t offset, uint32_t gpus_per_node,
+void FlowFabric::image(const std::vector<int>& sources, uint32_t gpus_per_node,
                        std::function<void(const std::string&, uint32_t)> broken) {
-  if (image_offsets_.size() <= rank) image_offsets_.resize(size_t(rank) + 1);
-  image_offsets_[rank].push_back(offset);
-  image_sent_.resize(std::max(image_sent_.size(), sinks_.size()), 0);
-  image_received_.resize(image_sent_.size(), 0);
-  rail_use_.resize(links_.size(), 0);
+  image_offsets_.assign(sources.size(), {});
+  for (size_t rank = 0; rank < sources.size(); ++rank)
+    if (sources[rank] >= 0) image_offsets_[size_t(sources[rank])].push_back(uint32_t(rank - size_t(sources[rank])));
+  image_sent_.assign(std::max(sources.size(), sinks_.size()), 0);
+  image_received_.assign(image_sent_.size(), 0);
+  rail_use_.assign(links_.size(), 0);
   image_node_gpus_ = gpus_per_node;
   image_broken_ = std::move(broken);
 }

@@ -559,7 +559,8 @@ nlohmann::json imaged(const TablePaths& paths, const std::vector<Transfer>& sche
   return testing::run_in_child([&] {
     FlowScenario scenario("scenario", paths, schedule, 4);
     std::vector<std::pair<std::string, uint32_t>> broken;
-    scenario.fabric.image(0, 1, 2, [&](const std::string& why, uint32_t link) { broken.emplace_back(why, link); });
+    scenario.fabric.image({-1, 0, -1, -1}, 2,
+                          [&](const std::string& why, uint32_t link) { broken.emplace_back(why, link); });
     sc_core::sc_start();
     nlohmann::json out;
     out["broken"] = nlohmann::json::array();
