@@ -144,15 +144,21 @@ bool candidate(const workloads::Job& job, const workloads::Replicas& replicas, i
 }
 
 // Whether every partner of `f` across the network is imaged by the GPU at its place in `f`'s
-// source's call.
-bool partners_imaged(const workloads::Job& job, const RailImages& in, int f) {
+// source's call. `calls`: per communicator, whether all its members are imaged alike (-1: not
+// looked at yet; members imaged alike share their offset, so any member's answer is all's).
+bool partners_imaged(const workloads::Job& job, const RailImages& in, int f, std::vector<int8_t>& calls) {
   const workloads::Rank& a = job.ranks[size_t(f)];
   const int d = f - in.source[size_t(f)];
   auto imaged = [&](int r) { return in.source[size_t(r)] >= 0 && r - in.source[size_t(r)] == d; };
-  for (size_t k = 0; k < a.communicators.size(); ++k)
-    if (in.communicators[size_t(f)][k])
-      for (int m : job.communicators[size_t(a.communicators[k])].ranks)
-        if (!imaged(m)) return false;
+  for (size_t k = 0; k < a.communicators.size(); ++k) {
+    if (!in.communicators[size_t(f)][k]) continue;
+    int8_t& all = calls[size_t(a.communicators[k])];
+    if (all < 0) {
+      const std::vector<int>& members = job.communicators[size_t(a.communicators[k])].ranks;
+      all = std::all_of(members.begin(), members.end(), imaged) ? 1 : 0;
+    }
+    if (all == 0) return false;
+  }
   for (size_t k = 0; k < a.peers.size(); ++k)
     if (in.peers[size_t(f)][k] && !imaged(a.peers[k])) return false;
   return true;
@@ -182,10 +188,12 @@ RailImages find_rail_images(const platforms::Routing& routing, const models::Pat
   }
   // A follower whose partner is not imaged (alike) makes its calls as before; so then must the
   // partner's partners.
+  std::vector<int8_t> calls;
   for (bool changed = true; changed;) {
     changed = false;
+    calls.assign(job.communicators.size(), -1);  // (a pass's answers: the next pass asks again)
     for (size_t f = 0; f < n; ++f)
-      if (out.source[f] >= 0 && !partners_imaged(job, out, int(f))) {
+      if (out.source[f] >= 0 && !partners_imaged(job, out, int(f), calls)) {
         out.source[f] = -1;
         changed = true;
       }
