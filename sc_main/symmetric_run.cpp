@@ -236,12 +236,17 @@ void SymmetricRun::image_rails() {
   });
 }
 
-void SymmetricRun::check_images() {
-  for (size_t f = 0; f < images_.source.size() && broken_.empty(); ++f) {
-    const int source = images_.source[f];
-    if (source >= 0 && leader(int(f)) != leader(source) && leader(int(f)) != source)
-      stop("GPU " + std::to_string(f) + ", whose calls across the network are GPU " + std::to_string(source) +
-           "'s images, no longer replays what that one does");
+// (Parting changes leaders in the nodes of the followers that part, and only there.)
+void SymmetricRun::check_images(const std::vector<int>& parting) {
+  const size_t g = platform_.routing().topology().node.gpus;
+  for (int follower : parting) {
+    const size_t node = size_t(follower) / g;
+    for (size_t f = node * g; f < (node + 1) * g && broken_.empty(); ++f) {
+      const int source = images_.source[f];
+      if (source >= 0 && leader(int(f)) != leader(source) && leader(int(f)) != source)
+        stop("GPU " + std::to_string(f) + ", whose calls across the network are GPU " + std::to_string(source) +
+             "'s images, no longer replays what that one does");
+    }
   }
 }
 
@@ -307,7 +312,7 @@ void SymmetricRun::due() {
     std::push_heap(due_.begin(), due_.end(), std::greater<>());
   }
   part_alike(parting);
-  if (!parting.empty() && images_.imaged > 0) check_images();
+  if (images_.imaged > 0) check_images(parting);
   if (!due_.empty() && broken_.empty()) wake_.notify(std::max(due_.front().first + alike, now) - now);
 }
 

@@ -114,8 +114,9 @@ class SymmetricRun : public models::SymmetryMonitor {
   };
   int echo_node_calls();
   void image_rails();
-  // Whether every imaged GPU still replays what its source replays (or its source itself).
-  void check_images();
+  // Whether every imaged GPU in the nodes of `parting` still replays what its source replays
+  // (or its source itself).
+  void check_images(const std::vector<int>& parting);
   void echo_by(size_t gpu, const EchoNode& node);
   // A follower's (or a quiet node's) calls apart: what parts with it alike.
   struct Apart {
