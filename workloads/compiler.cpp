@@ -110,6 +110,9 @@ struct Unit {
   double vocab = 0;         // of `dense`, the vocabulary-parallel matrix (V h / embedding tp)
   double activations = 0;   // saved per micro-batch
   double full_activations = 0;  // without recompute (materialized while recomputing)
+  // Its parameter tensors (elements on this rank), for frameworks that gather each on its own:
+  // reduced over dp (weights, biases, norms) and over the expert-dp group.
+  std::vector<double> tensors, expert_tensors;
 };
 
 struct Bucket {
@@ -473,6 +476,17 @@ class StageBuilder {
                      CollectiveKind::AllGather, bytes, slots_.tp, {recv}));
   }
   void zero3_reduce(const Unit& unit);
+  DepList zero3_gather_deps(double params);
+  void list_copies(uint32_t name, ComputePhase ph, double bytes, bool expert);
+  void after_recompute(const Unit& unit) {
+    if (r_.s.zero == 3 && framework_.zero3_regather_for_recompute) zero3_gather(unit, ComputePhase::BackwardInput);
+  }
+  // The tensors one collective moves each: the unit's parameters at once, or each tensor at
+  // least the persistence threshold on its own.
+  std::vector<double> zero3_pieces(const Unit& unit, bool expert) const;
+  // Units whose parameters were gathered, in program order: the last compute op before each
+  // gather and the parameters it gathered (the prefetch window).
+  std::vector<std::pair<OpId, double>> gathered_;
 
   Job& job_;
   Program& prog_;
@@ -569,7 +583,10 @@ void StageBuilder::layer_backward(const Unit& unit) {
   const Geometry& q = q_;
   const uint32_t u = unit.name_unit;
   const ComputePhase bi = ComputePhase::BackwardInput, bw = ComputePhase::BackwardWeight;
-  if (r_.s.recompute == Recompute::Full) layer_forward(unit, ComputePhase::Recompute);
+  if (r_.s.recompute == Recompute::Full) {
+    layer_forward(unit, ComputePhase::Recompute);
+    after_recompute(unit);
+  }
   residual(name(u, "mlp_residual", bi), bi, 2.0);
   bias_gradient(name(u, "mlp_fc2_bias", bw), q.Tr * q.h);
   if (m_.is_moe()) {
@@ -711,7 +728,10 @@ void StageBuilder::generic_backward(const Unit& unit) {
   const uint32_t u = unit.name_unit;
   const double b = q_.b;
   const ComputePhase bi = ComputePhase::BackwardInput, bw = ComputePhase::BackwardWeight;
-  if (r_.s.recompute == Recompute::Full) generic_forward(unit, ComputePhase::Recompute);
+  if (r_.s.recompute == Recompute::Full) {
+    generic_forward(unit, ComputePhase::Recompute);
+    after_recompute(unit);
+  }
   if (l.kind == GenericLayer::Kind::Gemm) {
     gemm(name(u, "gemm", bi), bi, b * l.m, l.k, l.n);
     gemm(name(u, "gemm", bw), bw, l.k, l.n, b * l.m);
@@ -736,25 +756,75 @@ void StageBuilder::framework_step(double local_params) {
             2.0 * local_params, gb * local_params, local_params);
 }
 
+std::vector<double> StageBuilder::zero3_pieces(const Unit& unit, bool expert) const {
+  const double params = expert ? unit.expert : unit.dense;
+  if (framework_.zero3_fetch != "tensor") return {params};
+  std::vector<double> pieces;
+  for (double t : expert ? unit.expert_tensors : unit.tensors)
+    if (t > 0 && t >= framework_.zero3_persistence_threshold) pieces.push_back(t);
+  return pieces;
+}
+
+// What a unit's parameter gather waits for. Without overlap (or a unit larger than the
+// prefetch limit) the compute before it; with limits, the compute before the earliest unit
+// such that the units gathered ahead of the running compute stay within them (elements and
+// units).
+DepList StageBuilder::zero3_gather_deps(double params) {
+  const double limit = framework_.zero3_prefetch_elements;
+  const int units = framework_.zero3_prefetch_units;
+  DepList deps;
+  if (!r_.s.overlap_param_gather || (limit >= 0 && params > limit) || units == 0) {
+    deps = after_compute();
+  } else if (limit >= 0 || units > 0) {
+    double ahead = params;
+    OpId gate = last_compute_;
+    for (size_t i = gathered_.size(), walked = 0; i-- > 0; ++walked) {
+      if ((limit >= 0 && ahead + gathered_[i].second > limit) || (units > 0 && int(walked) >= units)) break;
+      ahead += gathered_[i].second;
+      gate = gathered_[i].first;
+    }
+    if (gate != kNoOp) deps = DepList{gate};
+  }
+  gathered_.emplace_back(last_compute_, params);
+  return deps;
+}
+
+// PyTorch's all-gather and reduce-scatter over tensor lists copy each of the members' list
+// entries between the list and a flat buffer: one copy kernel per member, `bytes` read and
+// written in all.
+void StageBuilder::list_copies(uint32_t nm, ComputePhase ph, double bytes, bool expert) {
+  if (!framework_.collective_tensor_lists) return;
+  const int members = std::min(expert ? edp_size_ : dp_size_, int(std::numeric_limits<uint16_t>::max()));
+  compute(nm, ph, KernelKind::Elementwise, 0.0, 2.0 * bytes, bytes / q_.eb, members);
+}
+
 void StageBuilder::zero3_gather(const Unit& unit, ComputePhase ph) {
   for (bool expert : {false, true}) {
     const double params = expert ? unit.expert : unit.dense;
     if (params <= 0 || !dp_active(expert)) continue;
-    const OpId g = collective(gather_stream_, name(unit.name_unit, expert ? "expert_param_allgather" : "param_allgather", ph),
-                              ph, CollectiveKind::AllGather, params * q_.eb, dp_slot(expert),
-                              r_.s.overlap_param_gather ? DepList{} : after_compute());
-    block(g);
+    const uint32_t u = unit.name_unit;
+    const DepList deps = zero3_gather_deps(params);
+    for (double piece : zero3_pieces(unit, expert)) {
+      const OpId g = collective(gather_stream_, name(u, expert ? "expert_param_allgather" : "param_allgather", ph), ph,
+                                CollectiveKind::AllGather, piece * q_.eb, dp_slot(expert), deps);
+      block(g);
+      list_copies(name(u, "param_allgather_copies", ph), ph, piece * q_.eb, expert);
+    }
   }
 }
 
 void StageBuilder::zero3_reduce(const Unit& unit) {
   const double gb = dtype_bytes(r_.s.grad_dtype);
+  const ComputePhase bw = ComputePhase::BackwardWeight;
   for (bool expert : {false, true}) {
     const double params = expert ? unit.expert : unit.dense;
     if (params <= 0 || !dp_active(expert)) continue;
-    collective(dp_stream_, name(unit.name_unit, expert ? "expert_grad_reducescatter" : "grad_reducescatter", ComputePhase::BackwardWeight),
-               ComputePhase::BackwardWeight, CollectiveKind::ReduceScatter, params * gb,
-               dp_slot(expert), after_compute());
+    const uint32_t u = unit.name_unit;
+    for (double piece : zero3_pieces(unit, expert)) {
+      list_copies(name(u, "grad_reducescatter_copies", bw), bw, piece * gb, expert);
+      collective(dp_stream_, name(u, expert ? "expert_grad_reducescatter" : "grad_reducescatter", bw), bw,
+                 CollectiveKind::ReduceScatter, piece * gb, dp_slot(expert), after_compute());
+    }
   }
 }
 
@@ -767,12 +837,14 @@ void StageBuilder::unit_forward(const Unit& unit, ComputePhase ph) {
 }
 
 void StageBuilder::unit_backward(const Unit& unit) {
-  if (r_.s.zero == 3) zero3_gather(unit, ComputePhase::BackwardInput);
+  const bool regather = framework_.zero3_regather_for_recompute && r_.s.recompute == Recompute::Full &&
+                        !unit.embedding && !unit.output;
+  if (r_.s.zero == 3) zero3_gather(unit, regather ? ComputePhase::Recompute : ComputePhase::BackwardInput);
   if (m_.is_generic()) generic_backward(unit);
   else if (unit.embedding) embedding_backward(unit);
   else if (unit.output) output_backward(unit);
   else layer_backward(unit);
-  if (r_.s.zero == 3) zero3_reduce(unit);
+  if (r_.s.zero == 3 && framework_.zero3_grad_reduction == "fetch") zero3_reduce(unit);
 }
 
 
@@ -811,15 +883,16 @@ void StageBuilder::build(int stage, const std::vector<Chunk>& chunks) {
   const uint32_t send_grad = job_.intern("pp.send_grad"), recv_grad = job_.intern("pp.recv_grad");
 
   std::vector<OpId> reductions;  // everything the optimizer waits for
-  const bool bucketed = s.zero < 3;
+  const bool bucketed = s.zero < 3 || framework_.zero3_grad_reduction != "fetch";
+  const bool allreduce = s.zero == 0 || (s.zero == 3 && framework_.zero3_grad_reduction == "allreduce_buckets");
   const double gb = dtype_bytes(s.grad_dtype);
   auto reduce_bucket = [&](const Bucket& bucket, size_t index) {
     if (!dp_active(bucket.expert)) return;
     const uint32_t nm = job_.intern("grad_bucket" + std::to_string(index) +
                                     (bucket.expert ? ".expert" : "") +
-                                    (s.zero == 0 ? ".allreduce" : ".reducescatter"));
+                                    (allreduce ? ".allreduce" : ".reducescatter"));
     reductions.push_back(collective(dp_stream_, nm, ComputePhase::BackwardWeight,
-                                    s.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
+                                    allreduce ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
                                     bucket.params * gb, dp_slot(bucket.expert), after_compute()));
   };
   auto gather_bucket = [&](const Bucket& bucket, size_t index, DepList deps) {
@@ -899,7 +972,7 @@ void StageBuilder::build(int stage, const std::vector<Chunk>& chunks) {
   }
   mb_ = -1;
   for (const auto& [bucket, index] : deferred) reduce_bucket(*bucket, index);
-  if (s.zero == 3)  // the per-layer reduce-scatters are what the optimizer waits for
+  if (s.zero == 3 && !bucketed)  // the per-layer reduce-scatters are what the optimizer waits for
     for (OpId i = 0; i < prog_.ops.size(); ++i)
       if (prog_.ops[i].kind == OpKind::Collective && prog_.ops[i].collective == CollectiveKind::ReduceScatter &&
           prog_.ops[i].stream == dp_stream_)
@@ -1091,6 +1164,18 @@ StageUnits make_stage_units(const ModelSpec& m, const ResolvedStrategy& r) {
       layer_unit.dense += q.mlp_in * q.h * q.f / q.t + q.f * q.h / q.t + bias * (q.mlp_in * q.f / q.t + q.h);
       layer_unit.replicated += bias * q.h;
     }
+    layer_unit.tensors = {normp, q.h * (q.h + 2 * q.dkv) / q.t, q.h * q.h / q.t, normp};
+    if (m.bias) layer_unit.tensors.insert(layer_unit.tensors.end(), {(q.h + 2 * q.dkv) / q.t, q.h});
+    if (m.is_moe()) {
+      layer_unit.tensors.push_back(q.h * q.E);
+      for (double e = 0; e < q.El; ++e) {
+        layer_unit.expert_tensors.insert(layer_unit.expert_tensors.end(), {q.mlp_in * q.h * q.fe, q.fe * q.h});
+        if (m.bias) layer_unit.expert_tensors.insert(layer_unit.expert_tensors.end(), {q.mlp_in * q.fe, q.h});
+      }
+    } else {
+      layer_unit.tensors.insert(layer_unit.tensors.end(), {q.mlp_in * q.h * q.f / q.t, q.f * q.h / q.t});
+      if (m.bias) layer_unit.tensors.insert(layer_unit.tensors.end(), {q.mlp_in * q.f / q.t, q.h});
+    }
     layer_unit.activations = layer_act;
     layer_unit.full_activations = layer_full;
   }
@@ -1103,7 +1188,9 @@ StageUnits make_stage_units(const ModelSpec& m, const ResolvedStrategy& r) {
       u.embedding = true;
       u.name_unit = embedding_name;
       u.dense = u.vocab = q.V * q.h / q.te;
-      if (m.position == PositionKind::Learned) u.dense += q.s * q.h, u.replicated += q.s * q.h;
+      u.tensors = {u.vocab};
+      if (m.position == PositionKind::Learned)
+        u.dense += q.s * q.h, u.replicated += q.s * q.h, u.tensors.push_back(q.s * q.h);
       u.activations = u.full_activations = q.dropout ? q.Tr * q.h : 0.0;
       chunk.units.push_back(u);
     }
@@ -1116,6 +1203,7 @@ StageUnits make_stage_units(const ModelSpec& m, const ResolvedStrategy& r) {
         u.generic_entry = generic_entry[l];
         u.dense = g.params >= 0 ? g.params
                   : g.kind == GenericLayer::Kind::Gemm ? double(g.n) * g.k + (g.bias ? g.n : 0) : 0;
+        u.tensors = {u.dense};
         const double act = g.activation_bytes >= 0 ? g.activation_bytes
                            : g.kind == GenericLayer::Kind::Gemm ? double(g.m) * g.k * q.eb : 0;
         u.activations = u.full_activations = q.b * act;
@@ -1129,6 +1217,8 @@ StageUnits make_stage_units(const ModelSpec& m, const ResolvedStrategy& r) {
       u.vocab = (!m.tied_embeddings || s.pp > 1) ? q.V * q.h / q.te : 0.0;
       u.dense = normp + u.vocab;
       u.replicated = normp;
+      u.tensors = {normp};
+      if (u.vocab > 0) u.tensors.push_back(u.vocab);
       u.activations = u.full_activations =
           q.Tr * q.h * q.eb + (q.sp ? q.T / q.t : q.Te) * q.h * q.eb + q.Te * q.V / q.te * 4.0;
       chunk.units.push_back(u);

@@ -61,6 +61,28 @@ Framework load_framework(const std::string& name_or_path) {
   f.flash_attention = map.boolean("flash_attention", f.flash_attention);
   f.synchronous_p2p = map.boolean("synchronous_p2p", f.synchronous_p2p);
   f.p2p_scatter_gather = map.boolean("p2p_scatter_gather", f.p2p_scatter_gather);
+  f.zero3_fetch = map.string("zero3_fetch", f.zero3_fetch);
+  if (f.zero3_fetch != "unit" && f.zero3_fetch != "tensor")
+    map.fail("zero3_fetch", "must be unit or tensor (got " + f.zero3_fetch + ")");
+  f.zero3_persistence_threshold = map.number("zero3_persistence_threshold", f.zero3_persistence_threshold);
+  if (!(f.zero3_persistence_threshold >= 0) || f.zero3_persistence_threshold > 1e12)
+    map.fail("zero3_persistence_threshold", "must be in [0, 1e12] elements (got " +
+                                                std::to_string(f.zero3_persistence_threshold) + ")");
+  f.zero3_prefetch_elements = map.number("zero3_prefetch_elements", f.zero3_prefetch_elements);
+  if (!(f.zero3_prefetch_elements == -1 || (f.zero3_prefetch_elements >= 0 && f.zero3_prefetch_elements <= 1e15)))
+    map.fail("zero3_prefetch_elements", "must be -1 (no limit) or in [0, 1e15] elements (got " +
+                                            std::to_string(f.zero3_prefetch_elements) + ")");
+  f.zero3_prefetch_units =
+      int(map.integer("zero3_prefetch_units", f.zero3_prefetch_units, limits::integers(-1, 1 << 20)));
+  f.zero3_regather_for_recompute = map.boolean("zero3_regather_for_recompute", f.zero3_regather_for_recompute);
+  f.collective_tensor_lists = map.boolean("collective_tensor_lists", f.collective_tensor_lists);
+  f.zero3_grad_reduction = map.string("zero3_grad_reduction", f.zero3_grad_reduction);
+  if (f.zero3_grad_reduction != "fetch" && f.zero3_grad_reduction != "buckets" &&
+      f.zero3_grad_reduction != "allreduce_buckets")
+    map.fail("zero3_grad_reduction", "must be fetch, buckets or allreduce_buckets (got " + f.zero3_grad_reduction + ")");
+  f.grad_bucket_mb = map.number("grad_bucket_mb", f.grad_bucket_mb);
+  if (!(f.grad_bucket_mb >= 0) || f.grad_bucket_mb > (1 << 20))
+    map.fail("grad_bucket_mb", "must be in [0, 1048576] MiB (got " + std::to_string(f.grad_bucket_mb) + ")");
   map.finish();
   return f;
 }
@@ -68,6 +90,7 @@ Framework load_framework(const std::string& name_or_path) {
 void apply_framework_defaults(Strategy& strategy, const Framework& framework) {
   strategy.overlap_grad_reduce = framework.overlap_grad_reduce;
   strategy.flash_attention = framework.flash_attention;
+  if (framework.grad_bucket_mb > 0) strategy.bucket_mb = framework.grad_bucket_mb;
 }
 
 }  // namespace tessera::workloads

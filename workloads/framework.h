@@ -43,6 +43,32 @@ struct Framework {
   // Pipeline transfers.
   bool synchronous_p2p = false;        // kernels wait for every send and receive to finish
   bool p2p_scatter_gather = false;     // TP ranks send 1/t of a boundary tensor, then all-gather
+  // Fully sharded parameters (--zero 3), as this software runs them (docs/workloads.md,
+  // "Sharded data parallelism"):
+  // - zero3_fetch: "unit", one all-gather of a unit's (layer's) parameters (FSDP's flat
+  //   parameter per wrapped block); "tensor", one all-gather per weight tensor (DeepSpeed's
+  //   per-parameter fetch), tensors below zero3_persistence_threshold elements never sharded;
+  // - zero3_prefetch_elements, zero3_prefetch_units: parameters and units gathered ahead of
+  //   their use (-1: no limit); a unit whose gather would pass a limit waits for the compute
+  //   before it;
+  // - zero3_regather_for_recompute: parameters released after the recompute forward and
+  //   gathered again for the backward (full recompute);
+  // - collective_tensor_lists: all-gather and reduce-scatter take a list of world-size tensors
+  //   (torch.distributed.all_gather(list) in PyTorch <= 1.x), so each call copies every list
+  //   entry out of (or into) a flat buffer: one copy kernel launch per member.
+  std::string zero3_fetch = "unit";
+  double zero3_persistence_threshold = 0;
+  double zero3_prefetch_elements = -1;
+  int zero3_prefetch_units = -1;          // units gathered ahead of the running one (-1: no limit)
+  bool zero3_regather_for_recompute = false;
+  bool collective_tensor_lists = false;
+  // - zero3_grad_reduction: "fetch", a reduce-scatter of what each fetch gathered, once its
+  //   gradients are done (FSDP); "buckets", reduce-scatters of gradient buckets (DeepSpeed's
+  //   reduce_bucket_size); "allreduce_buckets", buckets all-reduced, each rank keeping its
+  //   shard of the sum (DeepSpeed ZeRO-3 with reduce_scatter off, its 2021 default).
+  std::string zero3_grad_reduction = "fetch";
+  // Gradient bucket size of this software, MiB (0: the strategy's default; --bucket-mb wins).
+  double grad_bucket_mb = 0;
 };
 
 // A shipped framework by name or a YAML file. Throws InputError naming the file, line and key,

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <string>
 
@@ -47,6 +49,13 @@ inline ModelSpec uniform_layers(int64_t layers, double forward_flops) {
   m.layers = layers;
   m.seq_length = 1;
   return m;
+}
+
+// Writes `text` to a file of that name in the temporary folder; returns its path.
+inline std::string write_temp_file(const std::string& name, const std::string& text) {
+  const std::string path = (std::filesystem::temp_directory_path() / name).string();
+  std::ofstream(path) << text;
+  return path;
 }
 
 // The message of the InputError f throws, or "(no error)".
