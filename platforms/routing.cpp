@@ -256,21 +256,43 @@ void Routing::build_node_tables() {
         choices.emplace_back(static_cast<uint16_t>(p), g.port_bandwidth(i, p));
     nvswitch_ports_[i] = node_lists_.add(weighted(choices));
   }
-  // Each GPU leaves its node through its nearest gateways, in proportion to its first hop.
-  gateway_choice_.assign(nt.gpus, PortLists::kNone);
+  // Each GPU leaves its node through its share of its nearest gateways, in proportion to its
+  // first hop: m GPUs with the same n nearest gateways (n >= m) take n / m each, in order, as
+  // NCCL gives each GPU its own NIC(s) (a GPU never uses a neighbour's NIC: with one GPU of a
+  // DGX's PCIe switch busy it still has one NIC's line rate); fewer gateways than GPUs are
+  // shared by all of them.
+  std::vector<std::vector<uint32_t>> nearest_of(nt.gpus);
+  std::map<std::vector<uint32_t>, uint32_t> sharers;  // nearest set -> GPUs with it
   for (uint32_t i = 0; i < nt.gpus && gateways > 0; ++i) {
     uint32_t nearest = kFar;
     for (uint32_t gw = 0; gw < gateways; ++gw) nearest = std::min(nearest, to_target[nt.gpus + gw][i]);
-    choices.clear();
-    for (uint32_t gw = 0; gw < gateways && nearest != kFar; ++gw) {
-      if (to_target[nt.gpus + gw][i] != nearest) continue;
-      const uint32_t list = node_table_[size_t(i) * node_targets_ + nt.gpus + gw];
-      double bw = 0;
-      for (uint32_t k = 0; k < node_lists_.size(list); ++k)
-        bw += g.port_bandwidth(i, node_lists_.ports[node_lists_.begin[list] + k]);
-      choices.emplace_back(static_cast<uint16_t>(gw), bw);
-    }
-    gateway_choice_[i] = node_lists_.add(weighted(choices));
+    for (uint32_t gw = 0; gw < gateways && nearest != kFar; ++gw)
+      if (to_target[nt.gpus + gw][i] == nearest) nearest_of[i].push_back(gw);
+    ++sharers[nearest_of[i]];
+  }
+  std::map<std::vector<uint32_t>, uint32_t> seen;
+  gateway_choice_.assign(nt.gpus, PortLists::kNone);
+  entry_choice_.assign(nt.gpus, PortLists::kNone);
+  entry_gateways_.assign(size_t(nt.gpus) * gateways, false);
+  for (uint32_t i = 0; i < nt.gpus && gateways > 0; ++i) {
+    const std::vector<uint32_t>& set = nearest_of[i];
+    const uint32_t n = uint32_t(set.size()), m = sharers[set], k = seen[set]++;
+    const bool split = n >= m && m > 0 && n % m == 0;
+    auto gateway_list = [&](uint32_t from, uint32_t to) {
+      choices.clear();
+      for (uint32_t e = from; e < to; ++e) {
+        const uint32_t gw = set[e];
+        const uint32_t list = node_table_[size_t(i) * node_targets_ + nt.gpus + gw];
+        double bw = 0;
+        for (uint32_t j = 0; j < node_lists_.size(list); ++j)
+          bw += g.port_bandwidth(i, node_lists_.ports[node_lists_.begin[list] + j]);
+        choices.emplace_back(static_cast<uint16_t>(gw), bw);
+      }
+      return node_lists_.add(weighted(choices));
+    };
+    gateway_choice_[i] = split ? gateway_list(k * (n / m), (k + 1) * (n / m)) : gateway_list(0, n);
+    entry_choice_[i] = gateway_list(0, n);
+    for (uint32_t gw : set) entry_gateways_[size_t(i) * gateways + gw] = true;
   }
   gateway_entries_.assign(size_t(nt.gpus) * gateways, {0, 0});
   for (uint32_t i = 0; i < nt.gpus; ++i) {
@@ -698,9 +720,8 @@ bool Routing::leaves_as(uint32_t from, uint32_t to, uint32_t shift) const {
 uint32_t Routing::entry_gateway(const protocol::FabricTransfer& t) const {
   const NodeTemplate& nt = topology_.node;
   const uint32_t gpu = t.destination % nt.gpus;
-  const uint32_t list = gateway_choice_[gpu];
-  if (!rails_joined_ || list == PortLists::kNone ||
-      gateway_entries_[size_t(gpu) * nt.gateways.size() + t.gateway].second > 0)
+  const uint32_t list = entry_choice_[gpu];
+  if (!rails_joined_ || list == PortLists::kNone || entry_gateways_[size_t(gpu) * nt.gateways.size() + t.gateway])
     return t.gateway;
   return node_lists_.pick(list, gateway_hash(t));
 }

@@ -216,7 +216,9 @@ class Routing {
   uint32_t node_targets_ = 0;      // GPUs, then gateways
   PortLists node_lists_;
   std::vector<uint32_t> node_table_;     // device * node_targets_ + target -> list
-  std::vector<uint32_t> gateway_choice_; // per GPU: list of gateway indices (into node_lists_)
+  std::vector<uint32_t> gateway_choice_; // per GPU: list of gateway indices (into node_lists_), its share
+  std::vector<uint32_t> entry_choice_;   // per GPU: all its nearest gateways (arrivals enter by one)
+  std::vector<bool> entry_gateways_;     // GPU * gateways + g: g is one of the GPU's nearest
   std::vector<int32_t> home_gateway_;    // per GPU: its in-network reduction gateway, or -1
   std::vector<std::pair<uint16_t, uint16_t>> gateway_entries_;  // GPU * gateways + g: g's entries
                                                                // in the list (first, count)

@@ -71,11 +71,9 @@ std::string op_name(const std::string& name) {
   return is_sendrecv(name) ? "sendrecv" : workloads::to_string(parse_op(name));
 }
 
-// The communicator of every GPU, as the collective engines see it.
+// The communicator of the sweep's GPUs, as the collective engines see it.
 models::CommunicatorShape world_shape(const platforms::PlatformConfig& platform,
-                                      const models::CollectiveEngineConfig& engine) {
-  std::vector<int> ranks(static_cast<size_t>(platform.gpu_count()));
-  std::iota(ranks.begin(), ranks.end(), 0);
+                                      const models::CollectiveEngineConfig& engine, const std::vector<int>& ranks) {
   const int g = engine.gpus_per_node > 0 ? engine.gpus_per_node : platform.node.gpus;
   return models::communicator_shape(ranks, g, engine.dimensions, platform.node.gpus);
 }
@@ -93,6 +91,15 @@ workloads::Op barrier_op(workloads::Job& job) {
 
 }  // namespace
 
+std::vector<int> sweep_members(const platforms::PlatformConfig& platform, int gpus_per_node) {
+  const int per_node = platform.node.gpus;
+  const int g = gpus_per_node > 0 ? std::min(gpus_per_node, per_node) : per_node;
+  std::vector<int> members;
+  for (int node = 0; node < platform.nodes; ++node)
+    for (int i = 0; i < g; ++i) members.push_back(node * per_node + i);
+  return members;
+}
+
 std::vector<uint64_t> sweep_sizes(uint64_t min_bytes, uint64_t max_bytes, double factor) {
   std::vector<uint64_t> sizes;
   for (double s = double(min_bytes); s <= double(max_bytes) * (1 + 1e-12); s *= factor) {
@@ -107,11 +114,10 @@ std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const
   const bool sendrecv = is_sendrecv(s.op);
   const workloads::CollectiveKind kind = sendrecv ? workloads::CollectiveKind::AllReduce : parse_op(s.op);
   const std::vector<uint64_t> sizes = sweep_sizes(s.min_bytes, s.max_bytes, s.step_factor);
-  const int n = platform.gpu_count();
+  const std::vector<int> members = sweep_members(platform, s.gpus_per_node);
+  const int n = int(members.size());
   workloads::Job job;
-  workloads::Communicator world{"world", {}};
-  for (int r = 0; r < n; ++r) world.ranks.push_back(r);
-  job.communicators.push_back(world);
+  job.communicators.push_back(workloads::Communicator{"world", members});
   job.p2p_ranks = n;  // nccl-tests' sendrecv: one communicator of every rank
   job.stream_names.push_back("comm");
   // Each size starts after a barrier of all ranks, as nccl-tests' BenchTime does (Barrier before
@@ -145,13 +151,19 @@ std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const
     op.name = job.intern(std::string(workloads::to_string(kind)) + " " + std::to_string(sizes[i]));
     program->ops.push_back(op);
   }
-  for (int r = 0; r < n; ++r) {
+  // Every GPU is a rank of the job; those that take no part run nothing.
+  const auto idle = std::make_shared<workloads::Program>();
+  for (int g = 0; g < platform.gpu_count(); ++g) {
     workloads::Rank rank;
-    rank.rank = r;
+    rank.rank = g;
+    rank.program = idle;
+    job.ranks.push_back(rank);
+  }
+  for (int r = 0; r < n; ++r) {
+    workloads::Rank& rank = job.ranks[size_t(members[size_t(r)])];
     rank.program = program;
     rank.communicators = {0};
-    if (sendrecv) rank.peers = {(r + 1) % n, (r + n - 1) % n};
-    job.ranks.push_back(rank);
+    if (sendrecv) rank.peers = {members[size_t((r + 1) % n)], members[size_t((r + n - 1) % n)]};
   }
   SimulationOptions options = s.options;
   options.trace = true;                 // op spans
@@ -166,7 +178,7 @@ std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const
   models::TunerConfig tuning = engine.tuner;
   tuning.chunk_bytes = options.chunk_bytes;
   const models::Tuner tuner(tuning, platforms::fabric_facts(platform));
-  const models::CommunicatorShape shape = world_shape(platform, engine);
+  const models::CommunicatorShape shape = world_shape(platform, engine, members);
 
   const double factor = calibration::bus_bandwidth_factor(op_name(s.op), n);
   std::vector<SweepRow> rows;
@@ -177,7 +189,8 @@ std::vector<SweepRow> run_sweep(const platforms::PlatformConfig& platform, const
     // A call's time: the longest any rank spends from its first op's start to its last op's end.
     const size_t begin = first[i], last = sendrecv ? begin + 1 : begin;
     double longest = 0;
-    for (const RankResult& rank : result.ranks) {
+    for (const int member : members) {
+      const RankResult& rank = result.ranks[size_t(member)];
       sc_core::sc_time start = sc_core::SC_ZERO_TIME, end = sc_core::SC_ZERO_TIME;
       for (const models::OpSpan& span : rank.spans) {
         if (span.op == begin) start = span.start;
@@ -218,7 +231,7 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
       ("min-bytes,b", po::value(&min_text)->default_value("8"), "smallest size (K/M/G suffixes, K = 1024)")
       ("max-bytes,e", po::value(&max_text)->default_value("128M"), "largest size")
       ("step-factor,f", po::value(&factor)->default_value(2.0), "size multiplier between rows")
-      ("gpus-per-node", po::value(&gpus_per_node), "GPUs per node as the collectives see it (default: the platform's node)")
+      ("gpus-per-node", po::value(&gpus_per_node), "GPUs of each node that take part, the first of each (nccl-tests' processes per node; default: all)")
       ("algorithm", po::value(&algorithm)->default_value("auto"), "ring, tree, direct, halving-doubling, hierarchical, nvls, collnet (InfiniBand SHARP), nvls_tree (NVLS in the node, a tree across nodes), auto")
       ("protocol", po::value(&protocol)->default_value("auto"), "simple, ll, ll128, auto")
       ("channels", po::value(&channels), "channels (default: the tuner's)")
@@ -268,13 +281,15 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
   if (!vcd.empty() && !platform.uses_rtl())
     throw InputError("--vcd: the run has no RTL block to trace (--rtl-arbiter, or an `arbiter: rtl` in the platform file; docs/cosim.md)");
   s.options.vcd = vcd;
-  const int gpu_count = platform.gpu_count();
   if (vm.count("gpus-per-node")) {
     check_option("--gpus-per-node", double(gpus_per_node), limits::integers(1, limits::kMaxGpusPerNode));
-    if (gpu_count % gpus_per_node != 0)
-      throw InputError("--gpus-per-node must divide the " + std::to_string(gpu_count) + " GPUs");
-    s.options.collectives.gpus_per_node = int(gpus_per_node);
+    if (gpus_per_node > platform.node.gpus)
+      throw InputError("--gpus-per-node " + std::to_string(gpus_per_node) + ": a node of " + platform.name +
+                       " has " + std::to_string(platform.node.gpus) + " GPUs");
+    s.gpus_per_node = int(gpus_per_node);
   }
+  const std::vector<int> members = sweep_members(platform, s.gpus_per_node);
+  const int gpu_count = int(members.size());
   if (!svg.empty() && compare.empty()) throw InputError("--svg needs --compare");
   if (!dataset.empty() && compare.empty()) throw InputError("--dataset needs --compare");
   // The forced algorithm must be able to run the operation on this platform.
@@ -285,7 +300,7 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
     const models::CollectiveEngineConfig& engine = s.options.collectives;
     models::Tuner tuner(engine.tuner, platforms::fabric_facts(platform));
     const std::string why = tuner.unsupported(models::collective_op(parse_op(op)), engine.algorithm,
-                                              engine.protocol, world_shape(platform, engine));
+                                              engine.protocol, world_shape(platform, engine, members));
     if (!why.empty()) throw InputError(why);
   }
   const double busbw_factor = calibration::bus_bandwidth_factor(op_name(op), gpu_count);
@@ -302,8 +317,9 @@ int command_collective(const std::vector<std::string>& args, std::ostream& out, 
       if (p.size_bytes == size) return p.busbw_gbps;
     return -1;
   };
-  out << "# tessera collective: " << op << " on " << platform.name << ", " << gpu_count
-      << " GPUs\n";
+  out << "# tessera collective: " << op << " on " << platform.name << ", " << gpu_count << " GPUs";
+  if (s.gpus_per_node > 0) out << " (" << platform.nodes << " nodes x " << s.gpus_per_node << ")";
+  out << "\n";
   out << "#\n#" << std::setw(12) << "size" << std::setw(14) << "count" << std::setw(7) << "type"
       << std::setw(7) << "redop" << std::setw(6) << "root" << std::setw(11) << "time"
       << std::setw(9) << "algbw" << std::setw(9) << "busbw" << "  algorithm/protocol/channels";

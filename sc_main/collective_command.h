@@ -19,8 +19,14 @@ struct SweepSettings {
   uint64_t min_bytes = 8;
   uint64_t max_bytes = 128ull << 20;
   double step_factor = 2.0;
+  // GPUs of each node that take part (nccl-tests' processes per node), the first of each node;
+  // 0: every GPU.
+  int gpus_per_node = 0;
   SimulationOptions options;  // algorithm/protocol overrides in options.collectives
 };
+
+// The GPUs that take part: the first `gpus_per_node` of each node (0: all).
+std::vector<int> sweep_members(const platforms::PlatformConfig& platform, int gpus_per_node);
 
 struct SweepRow {
   uint64_t size_bytes = 0;

@@ -1,6 +1,6 @@
 // Rail images (docs/fidelity.md, "Rail images"): followers whose calls across the network
 // another GPU of their node stands for. On a node whose GPUs leave it by their own gateways
-// (a DGX's GPUs by the two NICs on their PCIe switch, each pair of GPUs on its own rails), a
+// (a DGX's GPUs each by its own NIC, on its own rail), a
 // follower at place t and the GPU at place s that leaves the node as it does, d = t - s places
 // and gateways on (Routing::leaves_as), make the same calls across the network at the same
 // times: the same program, their data-parallel groups and pipeline peers the same GPUs of the

@@ -427,7 +427,7 @@ TEST(CliCollective, ForcedAlgorithmAndProtocolAreUsed) {
   const Result r = tessera("collective --platform dgx-h100 -b 64M -e 64M --algorithm ring --protocol ll128");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("ring/ll128"), std::string::npos) << r.out;
-  const Result h = tessera("collective --platform dgx-h100 -b 64M -e 64M --algorithm hierarchical --gpus-per-node 4");
+  const Result h = tessera("collective --platform dgx-h100 --nodes 2 -b 64M -e 64M --algorithm hierarchical --gpus-per-node 4");
   ASSERT_EQ(h.status, 0) << h.err;
   EXPECT_NE(h.out.find("hierarchical/"), std::string::npos) << h.out;
   const Result c = tessera("collective --platform dgx-a100 --nodes 2 --set network.in_network_reduction=true "
@@ -437,6 +437,30 @@ TEST(CliCollective, ForcedAlgorithmAndProtocolAreUsed) {
   const Result run = tessera("run --platform dgx-a100 --nodes 2 --set network.in_network_reduction=true "
                              "--collective-algorithm sharp --layers 1");
   EXPECT_EQ(run.status, 0) << run.err;
+}
+
+// nccl-tests' n nodes x G GPUs (mpirun -npernode G): G GPUs of each node take part; one GPU of
+// each of two DGX A100 is the usual NIC-to-NIC measurement, bound by one HDR NIC (25 GB/s).
+TEST(CliCollective, NodesTimesGpusPerNodeRunsThoseGpus) {
+  const Result one = tessera("collective --platform dgx-a100 --nodes 2 --gpus-per-node 1 -b 256M -e 256M --fidelity flow");
+  ASSERT_EQ(one.status, 0) << one.err;
+  EXPECT_NE(one.out.find("2 GPUs (2 nodes x 1)"), std::string::npos) << one.out;
+  const Result two = tessera("collective --platform dgx-a100 --nodes 2 --gpus-per-node 2 -b 256M -e 256M --fidelity flow");
+  ASSERT_EQ(two.status, 0) << two.err;
+  EXPECT_NE(two.out.find("4 GPUs (2 nodes x 2)"), std::string::npos) << two.out;
+  auto busbw = [](const std::string& out) {
+    std::istringstream in(out);
+    std::string line;
+    double size = 0, count = 0, time = 0, algbw = 0, bw = 0;
+    std::string type, redop;
+    int root = 0;
+    while (std::getline(in, line))
+      if (!line.empty() && line[0] != '#') std::istringstream(line) >> size >> count >> type >> redop >> root >> time >> algbw >> bw;
+    return bw;
+  };
+  EXPECT_GT(busbw(one.out), 20.0) << one.out;
+  EXPECT_LE(busbw(one.out), 25.0) << one.out;
+  EXPECT_GT(busbw(two.out), busbw(one.out) * 1.5) << "two GPUs, two NICs: " << two.out;
 }
 
 TEST(CliCollective, SendRecvSendsToTheNextRankAtTheNvlinkRate) {
@@ -506,7 +530,7 @@ TEST(CliCollective, BadInputGetsOneLineAndStatus2) {
   expect_bad_input("collective --platform dgx-a100 --set network.in_network_reduction=true --algorithm collnet",
                    "two or more nodes");
   expect_bad_input("collective --algorithm halving-doubling --gpus 6 --set node.pcie.switches=2", "power-of-two");
-  expect_bad_input("collective --gpus-per-node 3", "gpus-per-node");
+  expect_bad_input("collective --gpus-per-node 9", "--gpus-per-node 9: a node of dgx-h100 has 8 GPUs");
   expect_bad_input("collective --compare /nonexistent/m.csv", "/nonexistent/m.csv");
   expect_bad_input("collective --svg out.svg", "--compare");
   expect_bad_input("run --collective-algorithm zigzag --layers 1", "zigzag");

@@ -115,32 +115,32 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"data_parallel", "--platform dgx-a100 --nodes 2 --tp 1 --pp 1 --dp 16 --global-batch 32" + kSmall, Replay::Holds},
         Case{"tensor_and_pipeline", "--platform dgx-a100 --nodes 4 --tp 4 --pp 2 --dp 4 --global-batch 32" + kSmall, Replay::Holds},
         Case{"interleaved", "--platform dgx-h100 --nodes 4 --model gpt3-1.3b --layers 8 --micro-batch 1 --tp 2 --pp 4 "
-                            "--dp 4 --schedule interleaved --vpp 2 --global-batch 32", Replay::Holds, 0, 0, 0, 24},
+                            "--dp 4 --schedule interleaved --vpp 2 --global-batch 32", Replay::Holds, 0, 0, 0, 28},
         Case{"zero3", "--platform dgx-h100 --nodes 2 --tp 2 --pp 1 --dp 8 --zero 3 --global-batch 16" + kSmall, Replay::Holds},
         Case{"moe_expert_parallel", "--platform dgx-h100 --nodes 2 --model mixtral-8x7b --layers 2 --micro-batch 1 "
                                     "--tp 2 --pp 1 --dp 8 --ep 4 --sequence-parallel --global-batch 16", Replay::Holds},
         Case{"oversubscribed_fat_tree", "--platform dgx-a100 --nodes 6 --set network.oversubscription=3 --tp 4 "
                                         "--pp 2 --dp 6 --global-batch 24" + kSmall, Replay::Holds},
-        Case{"multi_rail", "--platform hgx-h200 --nodes 4 --tp 8 --pp 2 --dp 2 --global-batch 16" + kSmall, Replay::Holds, 2, 2, 0, 24},
+        Case{"multi_rail", "--platform hgx-h200 --nodes 4 --tp 8 --pp 2 --dp 2 --global-batch 16" + kSmall, Replay::Holds, 2, 2, 0, 28},
         // Each node one stage's tensor-parallel group: nodes 0 and 1 echo their rings (hidden 4096:
         // all-reduces of 16 MiB, rings; the gradient norm's small one a tree), 2 and 3 are quiet.
         // GPUs 2-7 of every node leave by their own NICs as GPUs 0 and 1 do by theirs: their
         // data-parallel calls and pipeline sends are images of those two's (rail images).
         Case{"tensor_parallel_nodes", "--platform dgx-a100 --nodes 4 --tp 8 --pp 2 --dp 2 --global-batch 16 --model "
-                                      "gpt3-1.3b --layers 4 --hidden 4096 --heads 32 --micro-batch 1", Replay::Holds, 2, 2, 0, 24},
+                                      "gpt3-1.3b --layers 4 --hidden 4096 --heads 32 --micro-batch 1", Replay::Holds, 2, 2, 0, 28},
         // The same on DGX H100: the tensor-parallel all-reduces of 16 MiB run as NVLS, in-switch
         // reductions that nodes 0 and 1 echo too.
         Case{"nvls_nodes", "--platform dgx-h100 --nodes 4 --tp 8 --pp 2 --dp 2 --global-batch 16 --model "
-                           "gpt3-1.3b --layers 4 --hidden 4096 --heads 32 --micro-batch 1", Replay::Holds, 2, 2, 0, 24},
+                           "gpt3-1.3b --layers 4 --hidden 4096 --heads 32 --micro-batch 1", Replay::Holds, 2, 2, 0, 28},
         // Sequence parallel, its reduce-scatters and all-gathers made as NVLS (forced: the tuner
         // gives them rings), echoed alike.
         Case{"nvls_sequence_parallel", "--platform dgx-h100 --nodes 4 --tp 8 --pp 2 --dp 2 --global-batch 16 --model "
                                        "gpt3-1.3b --layers 4 --hidden 4096 --heads 32 --micro-batch 1 "
-                                       "--sequence-parallel --collective-algorithm nvls", Replay::Holds, 2, 2, 0, 24},
+                                       "--sequence-parallel --collective-algorithm nvls", Replay::Holds, 2, 2, 0, 28},
         // One replica (dp 1): its data-parallel communicators hold one GPU each and move
         // nothing, so its nodes echo too.
         Case{"one_replica_nodes", "--platform dgx-h100 --nodes 2 --tp 8 --pp 2 --dp 1 --global-batch 8 --model "
-                                  "gpt3-1.3b --layers 4 --hidden 4096 --heads 32 --micro-batch 1", Replay::Holds, 0, 2, 0, 12},
+                                  "gpt3-1.3b --layers 4 --hidden 4096 --heads 32 --micro-batch 1", Replay::Holds, 0, 2, 0, 14},
         Case{"torus", "--platform torus-3d --nodes 8 --set 'network.torus_dims=[2, 2, 2]' --tp 4 --pp 2 --dp 8 "
                       "--global-batch 16" + kSmall, Replay::Holds},
         // Uneven placement on an oversubscribed tree: replicas' transfers share uplinks unequally,
@@ -151,7 +151,7 @@ INSTANTIATE_TEST_SUITE_P(
         // data-parallel calls): quiet nodes part whole, their calls among their GPUs simulated
         // from there.
         Case{"quiet_nodes_part", "--platform dgx-a100 --nodes 24 --set network.oversubscription=4 --tp 8 --pp 2 "
-                                 "--dp 12 --global-batch 24 --hidden 1024 --heads 16" + kSmall, Replay::Parts, 22, 2, 0, 144},
+                                 "--dp 12 --global-batch 24 --hidden 1024 --heads 16" + kSmall, Replay::Parts, 22, 2, 0, 168},
         // Data-parallel all-reduces across 32 and 64 nodes run as NCCL's double binary tree, where
         // a rank's place in the trees sets its NIC's traffic: the replicas' pipeline transfers
         // beside it come apart from the representative's, those of replicas at like places
@@ -162,7 +162,7 @@ INSTANTIATE_TEST_SUITE_P(
         // parts, echoing the calls among the node's GPUs, and the others replay it (25 GPUs
         // part, where every GPU of those nodes would be 200).
         Case{"quiet_nodes_part_alike", "--platform dgx-h100 --nodes 64 --tp 8 --pp 2 --dp 32 --global-batch 128" + kSmall,
-             Replay::PartsAlike, 62, 2, 40, 384},
+             Replay::PartsAlike, 62, 2, 40, 448},
         // The pipeline's gradient transfers of replicas under different leaves complete hundreds of
         // microseconds apart where their GPUs cannot part (echo nodes, and the nodes quiet nodes
         // mirror): the run is made in full.

@@ -36,18 +36,19 @@ TEST(HomeGateway, GpusShareTheOnlyNic) {
   EXPECT_EQ(b.routing.home_gateway(1), 0);
 }
 
-// Rail images (sc_main/rail_images.h): a DGX's GPUs 2i and 2i+1 leave by NICs 2i and 2i+1, so
-// GPU 2 leaves as GPU 0 does two NICs on, and GPU 3 as GPU 1; not GPU 1 as GPU 0 (the same NICs),
-// nor GPU 3 as GPU 0 (the hash picks the other NIC of the pair first).
-TEST(LeavesAs, ADgxsGpusLeaveAsTheirPairTwoNicsOn) {
+// Rail images (sc_main/rail_images.h): a DGX's GPU i leaves by its own NIC i (its share of the
+// two on its PCIe switch), so GPU i leaves as GPU 0 does i NICs on; never with a shift that
+// lands on another NIC, nor backwards.
+TEST(LeavesAs, ADgxsGpusLeaveAsGpu0ByTheirOwnNic) {
   const Built b(load_platform("dgx-h100", {"nodes=2"}));
   EXPECT_TRUE(b.routing.leaves_as(0, 2, 2));
   EXPECT_TRUE(b.routing.leaves_as(1, 3, 2));
   EXPECT_TRUE(b.routing.leaves_as(0, 6, 6));
-  EXPECT_FALSE(b.routing.leaves_as(0, 1, 1));
-  EXPECT_FALSE(b.routing.leaves_as(0, 3, 3));
+  EXPECT_TRUE(b.routing.leaves_as(0, 1, 1));
+  EXPECT_TRUE(b.routing.leaves_as(0, 3, 3));
   EXPECT_FALSE(b.routing.leaves_as(0, 2, 1));
   EXPECT_FALSE(b.routing.leaves_as(2, 0, 2));
+  EXPECT_FALSE(b.routing.leaves_as(0, 0, 0));
 }
 
 TEST(AggregationTree, OneRailLeafReducesTheWholeRail) {
